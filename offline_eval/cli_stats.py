@@ -1,0 +1,232 @@
+"""The ``compare`` and ``agreement`` commands (registered on the main CLI group by ``cli.py``).
+
+Exit codes follow the main CLI: 0 fine, 1 a significant regression with ``--fail-on-regression``,
+2 bad input (unreadable or invalid file, bad option), with a one-line message naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["StatsInputError", "agreement_cmd", "compare_cmd"]
+
+EXIT_REGRESSED = 1
+EXIT_BAD_INPUT = 2
+
+
+class StatsInputError(click.ClickException):
+    """Bad input: click prints ``Error: <message>`` on one line and exits with status 2."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (report.json never contains NaN or Infinity)")
+
+
+def _load_report(path: str) -> dict:
+    """Read and validate a report.json; any problem is a StatsInputError naming the file."""
+    from offline_eval.compare import ReportError, validate_report
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise StatsInputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise StatsInputError(f"{path}: cannot read report: {_one_line(exc.strerror or exc)}") from None
+    try:
+        report = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise StatsInputError(
+            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except ValueError as exc:
+        raise StatsInputError(f"{path}: {_one_line(exc)}") from None
+    try:
+        validate_report(report)
+    except ReportError as exc:
+        raise StatsInputError(f"{path}: not an offline-eval report: {_one_line(exc)}") from None
+    return report
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise StatsInputError(f"{path}: cannot write: {_one_line(exc.strerror or exc)}") from None
+
+
+def _json_text(result: dict) -> str:
+    return json.dumps(result, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------- compare
+
+
+@click.command("compare")
+@click.argument("base", metavar="BASE")
+@click.argument("new", metavar="NEW")
+@click.option(
+    "--fail-on-regression",
+    is_flag=True,
+    help="Exit with status 1 when any metric regressed significantly (for CI).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level; the interval of the difference has level 1 - alpha.",
+)
+@click.option("--out", "out_path", metavar="FILE.md", help="Also write the markdown to this file.")
+@click.option("--json", "json_path", metavar="FILE", help="Write the full comparison as JSON.")
+def compare_cmd(
+    base: str, new: str, fail_on_regression: bool, alpha: float, out_path: str | None, json_path: str | None
+) -> None:
+    """Compare two report.json files sample by sample (BASE before, NEW after a change).
+
+    Samples are paired by sample_id. For each metric, over samples computable in both: the mean
+    difference NEW - BASE, its paired-bootstrap interval, a sign-flip permutation p-value, and a
+    verdict (improved / regressed / no significant change), followed by the samples that moved
+    most with the judge's evidence. Prints markdown to stdout.
+
+    \b
+    Exit codes:
+      0  compared (no regression, or --fail-on-regression not given)
+      1  a metric regressed and --fail-on-regression was given
+      2  a report is unreadable or invalid
+    """
+    from offline_eval.compare import (
+        ReportError,
+        compare_reports,
+        render_compare_markdown,
+    )
+
+    base_report = _load_report(base)
+    new_report = _load_report(new)
+    try:
+        result = compare_reports(base_report, new_report, alpha=alpha)
+    except ReportError as exc:  # pragma: no cover - _load_report validated both already
+        raise StatsInputError(_one_line(exc)) from None
+    result["base_path"] = base
+    result["new_path"] = new
+    markdown = render_compare_markdown(result)
+    click.echo(markdown, nl=False)
+    if out_path:
+        _write(out_path, markdown)
+    if json_path:
+        _write(json_path, _json_text(result))
+    if fail_on_regression and result["regressed"]:
+        click.echo(f"regressed: {', '.join(result['regressed'])}", err=True)
+        click.get_current_context().exit(EXIT_REGRESSED)
+
+
+# ------------------------------------------------------------------------------------- agreement
+
+
+def _parse_maps(maps: tuple[str, ...]) -> dict[str, str]:
+    mapping: dict[str, str] = {}
+    for item in maps:
+        metric, sep, field = item.partition("=")
+        metric, field = metric.strip(), field.strip()
+        if not sep or not metric or not field:
+            raise StatsInputError(f"--map {item!r}: expected METRIC=LABEL_FIELD, e.g. faithfulness=faithful")
+        if metric in mapping:
+            raise StatsInputError(f"--map: metric {metric!r} is mapped twice")
+        mapping[metric] = field
+    return mapping
+
+
+@click.command("agreement")
+@click.argument("report", metavar="REPORT")
+@click.option(
+    "--labels",
+    "labels_path",
+    required=True,
+    metavar="FILE",
+    help="Human labels: JSON Lines or CSV with a sample_id column.",
+)
+@click.option(
+    "--map",
+    "maps",
+    multiple=True,
+    required=True,
+    metavar="METRIC=LABEL_FIELD",
+    help="Which label field judges which metric; repeat for several.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Fixed score threshold for 'judge says yes' (balanced accuracy, kappa).",
+)
+@click.option(
+    "--ppi",
+    "with_ppi",
+    is_flag=True,
+    help="Also estimate each binary label's true mean by prediction-powered inference.",
+)
+@click.option("--json", "json_path", metavar="FILE", help="Write the full result as JSON.")
+def agreement_cmd(
+    report: str,
+    labels_path: str,
+    maps: tuple[str, ...],
+    threshold: float,
+    with_ppi: bool,
+    json_path: str | None,
+) -> None:
+    """Measure how well the judge's scores in REPORT agree with human labels.
+
+    Binary labels (0/1, true/false, yes/no): balanced accuracy at the best and at a fixed
+    threshold, ROC AUC and Cohen's kappa. Graded labels (e.g. 1-5): Spearman and Kendall tau-b.
+    Each with a 95% bootstrap interval. Prints markdown to stdout.
+
+    \b
+    Example:
+      offline-eval agreement report.json --labels labels.csv --map faithfulness=faithful
+
+    \b
+    Exit codes:
+      0  done
+      2  bad input (unreadable report or labels, unknown metric or label field)
+    """
+    from offline_eval.agreement import (
+        LabelsError,
+        agreement,
+        load_labels,
+        render_agreement_markdown,
+    )
+    from offline_eval.compare import ReportError
+
+    if not math.isfinite(threshold):
+        raise StatsInputError(f"--threshold must be a finite number, got {threshold!r}")
+    mapping = _parse_maps(maps)
+    report_data = _load_report(report)
+    try:
+        labels = load_labels(labels_path)
+    except LabelsError as exc:
+        raise StatsInputError(_one_line(exc)) from None
+    try:
+        result = agreement(report_data, labels, mapping, fixed_threshold=threshold, include_ppi=with_ppi)
+    except LabelsError as exc:
+        raise StatsInputError(f"{labels_path}: {_one_line(exc)}") from None
+    except ReportError as exc:
+        raise StatsInputError(f"{report}: {_one_line(exc)}") from None
+    except ValueError as exc:
+        raise StatsInputError(_one_line(exc)) from None
+    result["report_path"] = report
+    result["labels_path"] = labels_path
+    markdown = render_agreement_markdown(result)
+    click.echo(markdown, nl=False)
+    if json_path:
+        _write(json_path, _json_text(result))

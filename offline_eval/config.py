@@ -1,0 +1,102 @@
+"""Everything that shapes an evaluation, in one typed place (CLI flags and TOML config map onto it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+METRICS = ("faithfulness", "answer_relevancy", "context_recall", "context_precision")
+# Scores a run can produce: the four metrics plus context precision's second view (the noise ratio).
+SCORES = (*METRICS, "context_relevant_ratio")
+DEFAULT_THRESHOLDS = {
+    "faithfulness": 0.80,
+    "answer_relevancy": 0.75,
+    "context_recall": 0.70,
+    "context_precision": 0.65,
+}
+
+
+@dataclass
+class EvalConfig:
+    metrics: tuple[str, ...] = METRICS
+    judge: str = "qwen2.5-coder-1.5b"
+    embedder: str | None = None  # None: all-MiniLM-L6-v2 for English, USE multilingual for Chinese
+    language: str = "auto"  # auto | en | zh
+    seed: int = 0
+    max_claims: int = 10
+    max_reference_claims: int = 8
+    n_questions: int = 3
+    n_ctx: int = 8192
+    n_threads: int | None = None
+    n_gpu_layers: int = 0
+    use_cache: bool = True
+    cache_path: Path | None = None  # None: <home>/judge-cache.sqlite
+    thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    category_thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+    gate_on: str = "mean"  # mean | lower (the bootstrap interval's lower bound)
+    n_resamples: int = 2000
+    verbose: bool = False
+
+
+class ConfigError(ValueError):
+    """A config file or option that makes no sense; the message names the file and key."""
+
+
+def read_config_file(path: Path) -> dict:
+    """Settings from a TOML file: its ``[tool.offline-eval]`` table if it has one, else the whole file."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    table = raw.get("tool", {}).get("offline-eval")
+    return dict(table if table is not None else raw)
+
+
+def find_config_file(start: Path) -> Path | None:
+    """``offline-eval.toml``, or a ``pyproject.toml`` with ``[tool.offline-eval]``, in ``start``."""
+    own = start / "offline-eval.toml"
+    if own.exists():
+        return own
+    pyproject = start / "pyproject.toml"
+    if pyproject.exists() and "[tool.offline-eval" in pyproject.read_text(encoding="utf-8", errors="ignore"):
+        return pyproject
+    return None
+
+
+def apply_settings(config: EvalConfig, settings: dict, source: str) -> EvalConfig:
+    """Overlay settings (from a file or flags) on a config, checking names and value types."""
+    known = {f for f in EvalConfig.__dataclass_fields__}
+    aliases = {"lang": "language", "gate-on": "gate_on", "category-thresholds": "category_thresholds"}
+    for key, value in settings.items():
+        name = aliases.get(key, key).replace("-", "_")
+        if name not in known:
+            raise ConfigError(f"{source}: unknown setting {key!r}")
+        if name == "metrics":
+            value = tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+        if name == "thresholds":
+            value = {**config.thresholds, **{k: float(v) for k, v in value.items()}}
+        if name == "cache_path" and value is not None:
+            value = Path(value)
+        setattr(config, name, value)
+    validate(config, source)
+    return config
+
+
+def validate(config: EvalConfig, source: str) -> None:
+    bad = [m for m in config.metrics if m not in METRICS]
+    if bad:
+        raise ConfigError(f"{source}: unknown metric(s) {', '.join(bad)}; choose from {', '.join(METRICS)}")
+    for scope, table in [("", config.thresholds), *((f"{c}/", t) for c, t in config.category_thresholds.items())]:
+        for metric, value in table.items():
+            if metric not in SCORES:
+                raise ConfigError(f"{source}: threshold for unknown metric {scope}{metric!r}")
+            if not 0.0 <= float(value) <= 1.0:
+                raise ConfigError(f"{source}: threshold {scope}{metric}={value} is outside [0, 1]")
+    if config.language not in ("auto", "en", "zh"):
+        raise ConfigError(f"{source}: language must be auto, en or zh, not {config.language!r}")
+    if config.gate_on not in ("mean", "lower"):
+        raise ConfigError(f"{source}: gate_on must be 'mean' or 'lower', not {config.gate_on!r}")

@@ -1,0 +1,73 @@
+"""What the terminal shows: a progress line while judging, the summary table at the end."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from offline_eval.gate import EXPLANATIONS
+from offline_eval.runner import Progress
+
+
+def _interactive() -> bool:
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def progress_printer(*, quiet: bool = False) -> Callable[[Progress], None]:
+    """A bar with ETA redrawn in place on a terminal; plain lines under CI or a pipe; nothing if quiet."""
+    interactive = _interactive()
+
+    def show(p: Progress) -> None:
+        if quiet:
+            return
+        eta = p.elapsed / p.done * (p.total - p.done) if p.done else 0.0
+        stats = f"{p.done}/{p.total} samples · {p.judge_calls} judge calls ({p.cache_hits} cached) · " \
+                f"{_clock(p.elapsed)} elapsed · ETA {_clock(eta)}"
+        if interactive:
+            width = 24
+            filled = int(width * p.done / max(p.total, 1))
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {stats}  ")
+            if p.done == p.total:
+                sys.stderr.write("\n")
+        else:
+            sys.stderr.write(stats + "\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def summary(report: dict[str, Any], timing: dict[str, Any] | None = None) -> str:
+    """The end-of-run table: each score's mean, interval, counts, threshold and status; then the verdict."""
+    gate = report["gate"]
+    checks = {c["metric"]: c for c in gate["checks"] if c["category"] is None}
+    head = f"{'metric':<24} {'mean':>6} {'95% CI':>15} {'n':>4} {'n/c':>4} {'thresh':>6}  status"
+    lines = [head, "-" * len(head)]
+    for metric, agg in report["aggregate"].items():
+        check = checks.get(metric)
+        ci = "—" if agg["ci_low"] is None else f"[{agg['ci_low']:.3f}, {agg['ci_high']:.3f}]"
+        lines.append(f"{metric:<24} {_num(agg['mean']):>6} {ci:>15} {agg['n']:>4} {agg['n_not_computable']:>4} "
+                     f"{_num(check['threshold']) if check else '':>6}  {check['status'] if check else ''}")
+    lines.append("")
+    for check in gate["checks"]:
+        where = f" [{check['category']}]" if check["category"] else ""
+        if check["status"] == "failed":
+            lines.append(f"FAILED {check['metric']}{where}: {_num(check['value'])} < {check['threshold']:.2f} — "
+                         f"{EXPLANATIONS.get(check['metric'], '')}")
+        elif check["status"] == "skipped":
+            lines.append(f"skipped {check['metric']}{where}: {check['reason']}")
+    on = "the 95% interval's lower bound" if gate["gate_on"] == "lower" else "the mean"
+    lines.append(f"gate {'PASSED' if gate['passed'] else 'FAILED'} (judged on {on})")
+    if timing:
+        lines.append(f"{timing['judge_calls']} judge calls ({timing['cache_hits']} from cache) in {timing['seconds']:.1f}s")
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""Every judge call, stored in SQLite: a rerun is instant, an interrupted run resumes.
+
+The key is the sha256 of (model file sha256, exact prompt text, schema, sampling parameters), so a hit
+is by construction the answer the same computation would give. The table doubles as a log of every
+prompt and response, readable with any SQLite client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judge_calls (
+    key TEXT PRIMARY KEY,
+    model_sha256 TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    schema TEXT NOT NULL,
+    params TEXT NOT NULL,
+    output TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def cache_key(model_sha256: str, prompt: str, schema: str, params: dict[str, Any]) -> str:
+    blob = json.dumps([model_sha256, prompt, schema, params], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class JudgeCache:
+    """A SQLite table of judge calls. Each store commits at once, so a killed run loses nothing done."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(self.path), timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(_SCHEMA)
+        self._db.commit()
+
+    def get(self, key: str) -> tuple[str, int, int, float] | None:
+        row = self._db.execute(
+            "SELECT output, prompt_tokens, completion_tokens, seconds FROM judge_calls WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else (row[0], int(row[1]), int(row[2]), float(row[3]))
+
+    def put(
+        self,
+        key: str,
+        *,
+        model_sha256: str,
+        prompt: str,
+        schema: str,
+        params: dict[str, Any],
+        output: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        seconds: float,
+    ) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, model_sha256, prompt, schema, json.dumps(params, sort_keys=True), output,
+             prompt_tokens, completion_tokens, seconds, time.time()),
+        )
+        self._db.commit()
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()

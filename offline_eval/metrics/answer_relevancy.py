@@ -1,0 +1,75 @@
+"""Answer relevancy: does the answer address the question that was asked?
+
+Judge: from the answer alone, generate ``n_questions`` questions it would answer, and ask whether it is
+noncommittal (1 call). Score = mean cosine(question, generated_i) with the sample's embedder; a
+noncommittal answer ("I don't know", "我不知道", evasions) scores 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from offline_eval import prompts, scoring
+from offline_eval.judge import JudgeRequest
+from offline_eval.metrics.base import Evidence, Outcome, SampleContext, check_sample, judged
+from offline_eval.sample import Sample
+
+# embed(texts, languages) -> unit vectors; the runner routes each text to its language's embedder.
+EmbedFn = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+
+
+class AnswerRelevancy:
+    name = "answer_relevancy"
+    scores = ("answer_relevancy",)
+
+    def collect(self, ctx: SampleContext) -> Evidence:
+        reason = check_sample(ctx.sample, need_answer=True)
+        if reason:
+            return Evidence(not_computable=reason)
+        n = ctx.config.n_questions
+        request = JudgeRequest(
+            system=prompts.SYSTEM[ctx.lang],
+            shared="",
+            task=prompts.generate_questions(ctx.sample.answer, n, ctx.lang),
+            schema=prompts.questions_schema(n),
+            max_tokens=60 * n + 32,
+            metric=self.name,
+        )
+
+        def step() -> Evidence:
+            value = ctx.ask(request)
+            return Evidence({"questions": value["questions"], "noncommittal": value["noncommittal"] == "yes",
+                             "lang": ctx.lang})
+
+        return judged(self.name, step)
+
+    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn) -> list[Outcome]:
+        ok = [i for i, e in enumerate(evidence) if not e.not_computable]
+        outcomes = [Outcome({self.name: None}, e.not_computable, {}) for e in evidence]
+        if not ok:
+            return outcomes
+        # One embedding pass for the whole batch: every question and every generated question.
+        questions = [samples[i].question for i in ok]
+        generated = [evidence[i].data["questions"] for i in ok]
+        langs = [evidence[i].data["lang"] for i in ok]
+        flat = [q for qs in generated for q in qs]
+        flat_langs = [lang for lang, qs in zip(langs, generated) for _ in qs]
+        vectors = embed(questions + flat, langs + flat_langs)
+        query = vectors[: len(questions)]
+        width = max(len(g) for g in generated)
+        gen = np.zeros((len(ok), width, vectors.shape[1]), dtype=vectors.dtype)
+        _, mask = scoring.pad([[1.0] * len(g) for g in generated])
+        gen[mask] = vectors[len(questions):]
+        means, sims = scoring.mean_cosine(query, gen, mask)
+        noncommittal = np.array([evidence[i].data["noncommittal"] for i in ok])
+        values = np.where(noncommittal, 0.0, means)
+        for row, i in enumerate(ok):
+            details = {
+                "noncommittal": bool(noncommittal[row]),
+                "generated_questions": [{"text": q, "similarity": round(float(s), 6)}
+                                        for q, s in zip(generated[row], sims[row])],
+            }
+            outcomes[i] = Outcome({self.name: float(values[row])}, None, details)
+        return outcomes

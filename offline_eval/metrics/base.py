@@ -1,0 +1,255 @@
+"""What a metric is, and the judge steps that several metrics share.
+
+A metric works in two phases so that the run can be fast and the math stays pure:
+
+1. ``collect`` — per sample, the judge calls, returning ``Evidence`` (or a reason it is not
+   computable). Calls that need the retrieved context come last, so the context-heavy calls of one
+   sample (faithfulness, recall, precision) run back to back and share the evaluated context.
+2. ``score`` — over the whole batch at once: NumPy on padded verdict matrices (``scoring``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from offline_eval import prompts
+from offline_eval.config import EvalConfig
+from offline_eval.judge import Judge, JudgeError, JudgeRequest
+from offline_eval.sample import Sample
+
+
+@dataclass
+class Usage:
+    """Judge cost of one metric over a run. ``seconds``/``cache_hits``/``evaluated`` vary run to run."""
+
+    judge_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    evaluated_tokens: int = 0
+    cache_hits: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class SampleContext:
+    """What a metric needs to judge one sample."""
+
+    sample: Sample
+    lang: str
+    judge: Judge
+    config: EvalConfig
+    usage: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
+
+    def ask(self, request: JudgeRequest) -> Any:
+        """One judge call, accounted to ``request.metric``. Raises JudgeError; metrics record it."""
+        result = self.judge.judge(request)
+        u = self.usage[request.metric]
+        u.judge_calls += 1
+        u.prompt_tokens += result.prompt_tokens
+        u.completion_tokens += result.completion_tokens
+        u.evaluated_tokens += result.evaluated_tokens
+        u.cache_hits += int(result.cached)
+        u.seconds += 0.0 if result.cached else result.seconds
+        return result.value
+
+
+@dataclass
+class Evidence:
+    """A metric's findings for one sample: the data to score, or why there is none."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    not_computable: str | None = None
+
+
+@dataclass
+class Outcome:
+    """Scores (None where not computable), the reason, and the evidence for the report."""
+
+    scores: dict[str, float | None]
+    not_computable: str | None
+    details: dict[str, Any]
+
+
+class Metric(Protocol):
+    name: str
+    scores: tuple[str, ...]  # the score names this metric reports
+
+    def collect(self, ctx: SampleContext) -> Evidence: ...
+
+    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: Any) -> list[Outcome]: ...
+
+
+def not_computable(name: str, reason: str) -> Outcome:
+    return Outcome({name: None}, reason, {})
+
+
+# ------------------------------------------------------------------ shared judge steps
+
+
+def extract_claims(ctx: SampleContext, text: str, *, source: str, max_claims: int, metric: str) -> list[str]:
+    """Split an answer or a reference into at most ``max_claims`` claims (no context needed)."""
+    request = JudgeRequest(
+        system=prompts.SYSTEM[ctx.lang],
+        shared="",
+        task=prompts.extract_claims(text, ctx.sample.question, max_claims, ctx.lang, source=source),
+        schema=prompts.claims_schema(max_claims),
+        max_tokens=64 * max_claims + 32,
+        metric=metric,
+    )
+    claims = ctx.ask(request)["claims"]
+    # Drop exact repeats and blank strings; the count of claims *sent* on is what scores divide by.
+    seen: dict[str, None] = {}
+    for claim in claims:
+        if claim.strip():
+            seen.setdefault(claim.strip(), None)
+    return list(seen)
+
+
+@dataclass
+class Window:
+    """Part of a sample's context that fits the judge beside one task: (rank, text) pairs."""
+
+    chunks: list[tuple[int, str]]
+    truncated: list[int]  # ranks of chunks cut to fit on their own
+
+    def block(self, lang: str) -> str:
+        return prompts.context_block(self.chunks, lang)
+
+
+def context_windows(ctx: SampleContext, probe: JudgeRequest) -> list[Window]:
+    """Pack the ranked chunks into as few windows as fit beside ``probe``'s task (usually one).
+
+    A context longer than the judge's window is not an error: the caller judges each window and
+    combines (a claim is supported if any window supports it; each chunk is judged in its window).
+    """
+    room = ctx.judge.room_for_shared(probe)
+    chunks = list(enumerate(ctx.sample.contexts, 1))
+    whole = prompts.context_block(chunks, ctx.lang)
+    if ctx.judge.count_tokens(whole) <= room - 8:
+        return [Window(chunks, [])]
+    overhead = ctx.judge.count_tokens(prompts.context_block([], ctx.lang)) + 8
+    windows: list[Window] = []
+    current: list[tuple[int, str]] = []
+    used = overhead
+    truncated: list[int] = []
+    for rank, text in chunks:
+        cost = ctx.judge.count_tokens(f"[{rank}] {text}\n\n")
+        if cost > room - overhead:
+            # One chunk alone is larger than the window: keep as much of it as fits, and say so.
+            keep = max(1, int(len(text) * (room - overhead) / cost * 0.9))
+            text, cost = text[:keep], ctx.judge.count_tokens(f"[{rank}] {text[:keep]}\n\n")
+            truncated.append(rank)
+        if current and used + cost > room:
+            windows.append(Window(current, truncated))
+            current, used, truncated = [], overhead, []
+        current.append((rank, text))
+        used += cost
+    if current:
+        windows.append(Window(current, truncated))
+    return windows
+
+
+def verify_claims(ctx: SampleContext, claims: Sequence[str], *, metric: str) -> tuple[list[bool], list[int]]:
+    """Is each claim supported by the sample's context? One call per context window, OR-combined.
+
+    Returns the verdicts (by claim position) and the ranks of chunks that had to be truncated.
+    """
+    def request(shared: str) -> JudgeRequest:
+        return JudgeRequest(
+            system=prompts.SYSTEM[ctx.lang],
+            shared=shared,
+            task=prompts.verify_claims(claims, ctx.lang),
+            schema=prompts.verdicts_schema(len(claims)),
+            max_tokens=4 * len(claims) + 24,
+            metric=metric,
+        )
+
+    supported = [False] * len(claims)
+    truncated: list[int] = []
+    for window in context_windows(ctx, request("")):
+        verdicts = ctx.ask(request(window.block(ctx.lang)))["verdicts"]
+        supported = [s or v == "yes" for s, v in zip(supported, verdicts, strict=True)]
+        truncated += window.truncated
+    return supported, truncated
+
+
+def judged(metric: str, step) -> Evidence:
+    """Run a metric's judge step, turning a judge failure into a stated not-computable reason."""
+    try:
+        return step()
+    except JudgeError as exc:
+        return Evidence(not_computable=f"judge failure: {exc}")
+
+
+def check_sample(sample: Sample, *, need_answer: bool = False, need_contexts: bool = False,
+                 need_reference: bool = False) -> str | None:
+    """The reason a sample cannot be scored by a metric, before any judge call; None if it can."""
+    if need_answer and not sample.answer.strip():
+        return "empty answer"
+    if need_contexts and not sample.contexts:
+        return "no contexts"
+    if need_reference and not (sample.reference_answer or "").strip():
+        return "no reference answer"
+    return None
+
+
+class ClaimCoverage:
+    """A metric of the form: split a text into claims, check each against the context, score the share.
+
+    Faithfulness checks the answer's claims ("supported"); context recall the reference's ("covered").
+    Subclasses say which text, which cap, and what the two verdicts are called.
+    """
+
+    name: str
+    source: str  # "answer" | "reference"
+    labels: tuple[str, str]  # (verdict when found in the context, verdict when not)
+
+    @property
+    def scores(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    def text(self, sample: Sample) -> str:
+        raise NotImplementedError
+
+    def max_claims(self, config: EvalConfig) -> int:
+        raise NotImplementedError
+
+    def precheck(self, sample: Sample) -> str | None:
+        raise NotImplementedError
+
+    def collect(self, ctx: SampleContext) -> Evidence:
+        reason = self.precheck(ctx.sample)
+        if reason:
+            return Evidence(not_computable=reason)
+
+        def step() -> Evidence:
+            claims = extract_claims(ctx, self.text(ctx.sample), source=self.source,
+                                    max_claims=self.max_claims(ctx.config), metric=self.name)
+            if not claims:
+                what = "answer" if self.source == "answer" else "reference answer"
+                return Evidence(not_computable=f"no claims extracted from the {what}")
+            found, truncated = verify_claims(ctx, claims, metric=self.name)
+            return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated})
+
+        return judged(self.name, step)
+
+    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: Any = None) -> list[Outcome]:
+        from offline_eval import scoring
+
+        verdicts, mask = scoring.pad([e.data.get("found", []) for e in evidence], dtype=bool)
+        values, computable = scoring.fraction_true(verdicts, mask)
+        yes, no = self.labels
+        outcomes = []
+        for ev, value, ok in zip(evidence, values, computable):
+            if ev.not_computable or not ok:
+                outcomes.append(Outcome({self.name: None}, ev.not_computable or "no claims", {}))
+                continue
+            claims = [{"text": c, "verdict": yes if f else no} for c, f in zip(ev.data["claims"], ev.data["found"])]
+            details: dict[str, Any] = {"claims": claims, f"n_{yes}": int(sum(ev.data["found"])), "n_claims": len(claims)}
+            if ev.data["truncated_chunks"]:
+                details["truncated_chunks"] = ev.data["truncated_chunks"]
+            outcomes.append(Outcome({self.name: float(value)}, None, details))
+        return outcomes

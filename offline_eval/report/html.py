@@ -1,0 +1,612 @@
+"""report.html: one self-contained page (inline CSS, a little inline JS, charts as inline SVG).
+
+Opening it loads nothing from anywhere: there is no external resource, and a Content-Security-Policy
+(default-src 'none', the inline style and script allowed by their hashes) blocks any that slipped in.
+Everything that comes from the user's data is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from offline_eval.report.writers import (
+    NONE,
+    aggregate_for,
+    categories_of,
+    check_label,
+    chunks_of,
+    claims_of,
+    clip,
+    detail_for,
+    failed_explanation,
+    find_check,
+    fmt_ci,
+    fmt_count,
+    fmt_num,
+    gate_checks,
+    gate_of,
+    gate_value_label,
+    is_number,
+    metric_names,
+    not_computable_reason,
+    questions_of,
+    samples_of,
+    score_of,
+    text_of,
+    threshold_for,
+)
+
+N_BINS = 10
+# Text symbols, not emoji: they render in ordinary fonts (DejaVu, Noto), so also where no emoji font is.
+_ICONS = {"passed": "✔ ", "failed": "✘ ", "skipped": "⚠ "}
+
+_CSS = """
+:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#fff;--soft:#f6f8fa;--ok:#1a7f37;--okbg:#dafbe1;
+--bad:#cf222e;--badbg:#ffebe9;--warn:#9a6700;--warnbg:#fff8c5;--bar:#4c8bd6;--barbad:#e5534b}
+*{box-sizing:border-box}
+body{margin:0;padding:24px 32px 48px;color:var(--fg);background:var(--bg);line-height:1.45;font:14px/1.45 system-ui,
+-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Noto Sans CJK SC","PingFang SC",
+"Hiragino Sans GB","Microsoft YaHei",sans-serif}
+h1{font-size:24px;margin:0 0 4px}
+h2{font-size:18px;margin:32px 0 12px;padding-bottom:6px;border-bottom:1px solid var(--line)}
+h3{font-size:15px;margin:0 0 8px}h4{font-size:13px;margin:14px 0 6px}
+.verdict{padding:16px 20px;border-radius:8px;border:1px solid var(--line)}
+.verdict.passed{background:var(--okbg);border-color:#aceebb}
+.verdict.failed{background:var(--badbg);border-color:#ffcecb}
+.verdict.passed h1{color:var(--ok)}.verdict.failed h1{color:var(--bad)}
+.meta{color:var(--muted);margin:0}
+table{border-collapse:collapse;margin:4px 0 12px}
+th,td{border:1px solid var(--line);padding:5px 10px;text-align:left;vertical-align:top}
+th{background:var(--soft);font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.status{font-weight:600;white-space:nowrap}.status.passed{color:var(--ok)}.status.failed{color:var(--bad)}
+.status.skipped{color:var(--warn)}
+ul.gates{padding-left:20px}ul.gates li{margin:4px 0}td>ul{margin:0;padding-left:18px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:16px}
+.card{border:1px solid var(--line);border-radius:8px;padding:12px 14px;background:var(--bg)}
+.card .sub{color:var(--muted);font-size:12px;margin:0 0 6px}
+svg{display:block;max-width:100%;height:auto}
+svg text{font-size:11px;fill:var(--muted)}
+svg .bar{fill:var(--bar)}svg .bar.below{fill:var(--barbad)}svg .axis{stroke:#8c959f;stroke-width:1}
+svg .thr{stroke:var(--bad);stroke-width:1.5;stroke-dasharray:4 3}svg .mean{stroke:var(--fg);stroke-width:1.5}
+svg .ci{stroke:var(--fg);stroke-width:1.2}svg .track{fill:var(--soft)}
+svg text.lbl{fill:var(--fg)}svg text.thr-t{fill:var(--bad)}
+.toolbar{display:flex;gap:12px;align-items:center;margin:0 0 10px;flex-wrap:wrap}
+.toolbar input{font:inherit;padding:6px 10px;width:min(420px,100%);border:1px solid var(--line);border-radius:6px}
+.toolbar button{font:inherit;padding:5px 10px;border:1px solid var(--line);border-radius:6px;background:var(--soft);
+cursor:pointer}
+#count{color:var(--muted)}
+.samples{border:1px solid var(--line);border-radius:8px;overflow:hidden}
+.samples .row{display:grid;grid-template-columns:var(--cols);gap:8px;align-items:center;padding:6px 12px}
+.samples .head{background:var(--soft);font-weight:600;border-bottom:1px solid var(--line)}
+.samples .head{font-size:12px;align-items:end}.samples .head span.num{text-align:right}
+details.sample{border-bottom:1px solid var(--line)}details.sample:last-child{border-bottom:0}
+details.sample>summary{list-style:none;cursor:pointer}
+details.sample>summary::-webkit-details-marker{display:none}
+details.sample>summary:hover{background:#f3f6fa}details.sample[open]>summary{background:#eef4fb}
+.row .id{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;overflow-wrap:anywhere}
+.row .id::before{content:"\\25B8 ";color:var(--muted)}details[open] .row .id::before{content:"\\25BE "}
+.row .q{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.sc{justify-self:end;padding:1px 7px;border-radius:10px;font-variant-numeric:tabular-nums;white-space:nowrap}
+.sc.ok{background:var(--okbg);color:var(--ok)}
+.sc.bad{background:var(--badbg);color:var(--bad);font-weight:600}
+.sc.na{background:var(--warnbg);color:var(--warn)}.sc.plain{background:var(--soft)}
+.ev{padding:4px 16px 16px 28px;background:#fbfcfd;border-top:1px dashed var(--line)}
+.ev .txt{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--soft);border-radius:6px;padding:6px 10px;
+margin:2px 0 8px}
+.ev dt{font-weight:600;margin-top:6px}.ev dd{margin:0}
+.ev ul{margin:4px 0;padding-left:18px}.ev li{margin:2px 0;overflow-wrap:anywhere}
+.ev table{font-size:13px}.ev td.preview{max-width:640px;overflow-wrap:anywhere}
+.v{display:inline-block;font-size:11px;font-weight:600;padding:0 6px;border-radius:9px;margin-right:6px;
+white-space:nowrap}
+.v.good{background:var(--okbg);color:var(--ok)}.v.bad{background:var(--badbg);color:var(--bad)}
+.v.na{background:var(--warnbg);color:var(--warn)}
+.nc{color:var(--warn)}p.nc{margin:2px 0 8px}
+footer{margin-top:32px;color:var(--muted);font-size:12px}
+footer dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}footer dt{font-weight:600}
+footer dd{margin:0;overflow-wrap:anywhere}
+"""
+
+_JS = """
+(function () {
+  var q = document.getElementById("q"), count = document.getElementById("count");
+  var rows = Array.prototype.slice.call(document.querySelectorAll("details.sample"));
+  var texts = rows.map(function (r) { return r.textContent.toLowerCase(); });
+  function filter() {
+    var terms = q.value.toLowerCase().split(/\\s+/).filter(Boolean), shown = 0;
+    rows.forEach(function (r, i) {
+      var ok = terms.every(function (t) { return texts[i].indexOf(t) >= 0; });
+      r.style.display = ok ? "" : "none";
+      if (ok) shown++;
+    });
+    count.textContent = shown + " of " + rows.length + " samples";
+  }
+  q.addEventListener("input", filter);
+  var toggle = document.getElementById("toggle");
+  toggle.addEventListener("click", function () {
+    var open = toggle.getAttribute("data-open") !== "1";
+    rows.forEach(function (r) { if (r.style.display !== "none") r.open = open; });
+    toggle.setAttribute("data-open", open ? "1" : "0");
+    toggle.textContent = open ? "Collapse all" : "Expand all";
+  });
+  filter();
+})();
+"""
+
+
+def _h(value: Any) -> str:
+    """HTML-escape user-supplied text (quotes too, so it is safe in attributes)."""
+    return escape(text_of(value), quote=True)
+
+
+def _wrappable(name: str) -> str:
+    """A metric name that may break after its underscores (narrow table headers)."""
+    return "_<wbr>".join(_h(part) for part in name.split("_"))
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def _c(x: float) -> str:
+    """An SVG coordinate."""
+    return f"{x:.1f}"
+
+
+def _status_span(check: Mapping[str, Any] | None) -> str:
+    if check is None:
+        return NONE
+    status = text_of(check.get("status"))
+    icon = _ICONS.get(status, "")
+    title = f' title="{_h(check.get("reason"))}"' if check.get("reason") else ""
+    return f'<span class="status {_h(status)}"{title}>{icon}{_h(status) or NONE}</span>'
+
+
+# --------------------------------------------------------------------------------------------------
+# Charts
+# --------------------------------------------------------------------------------------------------
+
+
+def _histogram(report: Mapping[str, Any], metric: str) -> str:
+    scores = [s for s in (score_of(x, metric) for x in samples_of(report)) if s is not None]
+    counts = [0] * N_BINS
+    for score in scores:
+        if math.isfinite(score):
+            counts[min(N_BINS - 1, max(0, math.floor(score * N_BINS + 1e-9)))] += 1
+    threshold = threshold_for(report, metric)
+    mean = aggregate_for(report, metric).get("mean")
+    w, h, left, right, top, bottom = 340, 170, 30, 10, 18, 26
+    pw, ph = w - left - right, h - top - bottom
+    ymax = max(counts) if any(counts) else 1
+    bw = pw / N_BINS
+    out = [
+        f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{_h(metric)} score histogram">',
+        f"<title>{_h(metric)}: {len(scores)} computable scores in {N_BINS} bins over [0, 1]</title>",
+    ]
+    for i, n in enumerate(counts):
+        lo, hi = i / N_BINS, (i + 1) / N_BINS
+        bh = ph * n / ymax
+        below = threshold is not None and hi <= threshold + 1e-12
+        cls = "bar below" if below else "bar"
+        out.append(
+            f'<rect class="{cls}" x="{_c(left + i * bw + 1)}" y="{_c(top + ph - bh)}" width="{_c(bw - 2)}" '
+            f'height="{_c(bh)}"><title>{lo:.1f}–{hi:.1f}: {n} sample{"" if n == 1 else "s"}</title></rect>'
+        )
+        if n:
+            out.append(
+                f'<text x="{_c(left + (i + 0.5) * bw)}" y="{_c(top + ph - bh - 3)}" text-anchor="middle">{n}</text>'
+            )
+    base = top + ph
+    out.append(f'<line class="axis" x1="{left}" y1="{_c(base)}" x2="{left + pw}" y2="{_c(base)}"/>')
+    out.append(f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{_c(base)}"/>')
+    for k in range(0, N_BINS + 1, 2):
+        x = left + pw * k / N_BINS
+        out.append(f'<text x="{_c(x)}" y="{_c(base + 15)}" text-anchor="middle">{k / N_BINS:.1f}</text>')
+    out.append(f'<text x="{left - 5}" y="{_c(top + 4)}" text-anchor="end">{ymax}</text>')
+    out.append(f'<text x="{left - 5}" y="{_c(base)}" text-anchor="end">0</text>')
+    if threshold is not None and 0 <= threshold <= 1:
+        x = left + pw * threshold
+        out.append(f'<line class="thr" x1="{_c(x)}" y1="{top - 6}" x2="{_c(x)}" y2="{_c(base)}"/>')
+        out.append(
+            f'<text class="thr-t" x="{_c(x - 3)}" y="{top - 2}" text-anchor="end">'
+            f"threshold {fmt_num(threshold, 2)}</text>"
+        )
+    if is_number(mean) and math.isfinite(mean) and 0 <= mean <= 1:
+        x = left + pw * mean
+        out.append(
+            f'<line class="mean" x1="{_c(x)}" y1="{top}" x2="{_c(x)}" y2="{_c(base)}">'
+            f"<title>mean {fmt_num(mean)}</title></line>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _category_bars(report: Mapping[str, Any], metric: str, categories: list[str]) -> str:
+    threshold = threshold_for(report, metric)
+    w, label_w, value_w, row_h, top, bottom = 340, 96, 84, 24, 6, 20
+    pw = w - label_w - value_w
+    h = top + row_h * len(categories) + bottom
+    out = [
+        f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{_h(metric)} mean by category">',
+        f"<title>{_h(metric)}: mean per category with 95% CI</title>",
+    ]
+    for i, category in enumerate(categories):
+        agg = aggregate_for(report, metric, category)
+        mean, low, high = agg.get("mean"), agg.get("ci_low"), agg.get("ci_high")
+        y = top + i * row_h
+        cy = y + row_h / 2
+        out.append(
+            f'<text class="lbl" x="{label_w - 6}" y="{_c(cy + 4)}" text-anchor="end">{_h(clip(category, 12))}'
+            f"<title>{_h(category)}</title></text>"
+        )
+        out.append(f'<rect class="track" x="{label_w}" y="{_c(y + 4)}" width="{pw}" height="{row_h - 8}"/>')
+        tip = f"{_h(category)}: mean {fmt_num(mean)}, 95% CI {fmt_ci(agg)}, n {fmt_count(agg.get('n'))}"
+        if is_number(mean) and math.isfinite(mean):
+            frac = min(1.0, max(0.0, mean))
+            below = threshold is not None and mean < threshold
+            out.append(
+                f'<rect class="bar{" below" if below else ""}" x="{label_w}" y="{_c(y + 4)}" width="{_c(pw * frac)}" '
+                f'height="{row_h - 8}"><title>{tip}</title></rect>'
+            )
+            if is_number(low) and is_number(high) and math.isfinite(low) and math.isfinite(high):
+                x1 = label_w + pw * min(1.0, max(0.0, low))
+                x2 = label_w + pw * min(1.0, max(0.0, high))
+                out.append(f'<line class="ci" x1="{_c(x1)}" y1="{_c(cy)}" x2="{_c(x2)}" y2="{_c(cy)}"/>')
+                for x in (x1, x2):
+                    out.append(f'<line class="ci" x1="{_c(x)}" y1="{_c(cy - 4)}" x2="{_c(x)}" y2="{_c(cy + 4)}"/>')
+        out.append(
+            f'<text class="lbl" x="{label_w + pw + 6}" y="{_c(cy + 4)}">{fmt_num(mean)} '
+            f"<tspan>(n={fmt_count(agg.get('n'))})</tspan></text>"
+        )
+    base = top + row_h * len(categories)
+    for k in (0, 5, 10):
+        x = label_w + pw * k / 10
+        out.append(f'<text x="{_c(x)}" y="{_c(base + 14)}" text-anchor="middle">{k / 10:.1f}</text>')
+    if threshold is not None and 0 <= threshold <= 1:
+        x = label_w + pw * threshold
+        out.append(
+            f'<line class="thr" x1="{_c(x)}" y1="{top}" x2="{_c(x)}" y2="{_c(base)}">'
+            f"<title>threshold {fmt_num(threshold)}</title></line>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------------
+# Sections
+# --------------------------------------------------------------------------------------------------
+
+
+def _header(report: Mapping[str, Any]) -> str:
+    gate = gate_of(report)
+    passed = gate.get("passed")
+    cls, title = {True: ("passed", "✔ Gate passed"), False: ("failed", "✘ Gate failed")}.get(
+        passed, ("", "offline-eval report")
+    )
+    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    data = run.get("data") if isinstance(run.get("data"), Mapping) else {}
+    judge = run.get("judge") if isinstance(run.get("judge"), Mapping) else {}
+    facts = []
+    if data.get("path"):
+        facts.append(f"<code>{_h(data.get('path'))}</code>")
+    if "n_evaluated" in data:
+        fact = f"{fmt_count(data.get('n_evaluated'))} of {fmt_count(data.get('n_records'))} records evaluated"
+        if data.get("n_skipped"):
+            fact += f" ({fmt_count(data.get('n_skipped'))} skipped)"
+        facts.append(fact)
+    else:
+        facts.append(f"{len(samples_of(report))} samples")
+    if judge.get("name"):
+        facts.append(f"judge {_h(judge.get('name'))}")
+    if gate.get("gate_on"):
+        facts.append(f"gate on {_h(gate_value_label(report))}")
+    return (
+        f'<header class="verdict {cls}"><h1>{title}</h1>'
+        f'<p class="meta">{_h(run.get("tool") or "offline-eval")} {_h(run.get("version") or "")} · '
+        f"{' · '.join(facts)}</p></header>"
+    )
+
+
+def _summary(report: Mapping[str, Any], metrics: list[str]) -> str:
+    rows = []
+    for metric in metrics:
+        agg = aggregate_for(report, metric)
+        rows.append(
+            f"<tr><td>{_h(metric)}</td><td class=num>{fmt_num(agg.get('mean'))}</td><td class=num>{fmt_ci(agg)}</td>"
+            f"<td class=num>{fmt_count(agg.get('n'))}</td><td class=num>{fmt_count(agg.get('n_not_computable'))}</td>"
+            f"<td class=num>{fmt_num(threshold_for(report, metric))}</td>"
+            f"<td>{_status_span(find_check(report, metric))}</td></tr>"
+        )
+    return (
+        '<section id="summary"><h2>Summary</h2><table><thead><tr><th>metric</th><th class=num>mean</th>'
+        "<th class=num>95% CI</th><th class=num>n computable</th><th class=num>not computable</th>"
+        f"<th class=num>threshold</th><th>status</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{_gates(report)}</section>"
+    )
+
+
+def _gates(report: Mapping[str, Any]) -> str:
+    checks = gate_checks(report)
+    failed = [c for c in checks if c.get("status") == "failed"]
+    skipped = [c for c in checks if c.get("status") == "skipped"]
+    if not checks:
+        names = [n for n in gate_of(report).get("failed") or [] if isinstance(n, str)]
+        failed = [
+            {"metric": n.rsplit("/", 1)[-1], "category": n.rsplit("/", 1)[0] if "/" in n else None} for n in names
+        ]
+    out = []
+    value_label = gate_value_label(report)
+    if failed:
+        items = []
+        for check in failed:
+            value = ""
+            if "value" in check or "threshold" in check:
+                threshold = fmt_num(check.get("threshold"))
+                value = f": {_h(value_label)} {fmt_num(check.get('value'))} &lt; threshold {threshold}"
+            items.append(
+                f'<li><span class="status failed">✘</span> <strong>{_h(check_label(check))}</strong>{value} — '
+                f"{_h(failed_explanation(check))}</li>"
+            )
+        out.append(f'<h3>Failed gates</h3><ul class="gates">{"".join(items)}</ul>')
+    if skipped:
+        items = [
+            f'<li><span class="status skipped">⚠</span> <strong>{_h(check_label(c))}</strong>: '
+            f"{_h(c.get('reason') or 'not computable')}</li>"
+            for c in skipped
+        ]
+        out.append(f'<h3>Skipped gate checks</h3><ul class="gates">{"".join(items)}</ul>')
+    return "".join(out)
+
+
+def _charts(report: Mapping[str, Any], metrics: list[str]) -> str:
+    cards = []
+    for metric in metrics:
+        agg = aggregate_for(report, metric)
+        threshold = threshold_for(report, metric)
+        sub = f"mean {fmt_num(agg.get('mean'))} · 95% CI {fmt_ci(agg)} · n {fmt_count(agg.get('n'))}"
+        if threshold is not None:
+            sub += f" · threshold {fmt_num(threshold)}"
+        cards.append(
+            f'<div class="card"><h3>{_h(metric)}</h3><p class="sub">{sub}</p>{_histogram(report, metric)}</div>'
+        )
+    out = f'<section id="distributions"><h2>Score distributions</h2><div class="grid">{"".join(cards)}</div></section>'
+    categories = categories_of(report)
+    if categories:
+        cards = []
+        for metric in metrics:
+            notes = []
+            for category in categories:
+                check = find_check(report, metric, category)
+                if check is not None:
+                    icon = _ICONS.get(text_of(check.get("status")), "").strip()
+                    notes.append(f"{_h(category)} {icon} (threshold {fmt_num(check.get('threshold'))})")
+            sub = "mean per category, whisker = 95% CI"
+            if notes:
+                sub += " · own gate: " + ", ".join(notes)
+            cards.append(
+                f'<div class="card"><h3>{_h(metric)}</h3><p class="sub">{sub}</p>'
+                f"{_category_bars(report, metric, categories)}</div>"
+            )
+        out += f'<section id="categories"><h2>By category</h2><div class="grid">{"".join(cards)}</div></section>'
+    return out
+
+
+def _score_badge(report: Mapping[str, Any], sample: Mapping[str, Any], metric: str) -> str:
+    score = score_of(sample, metric)
+    if score is None:
+        reason = not_computable_reason(sample, metric)
+        return f'<span class="sc na" title="{_h(reason)}">{NONE}</span>'
+    threshold = threshold_for(report, metric)
+    if threshold is None:
+        cls = "plain"
+    else:
+        cls = "bad" if score < threshold else "ok"
+    return f'<span class="sc {cls}">{fmt_num(score)}</span>'
+
+
+def _verdict(good: bool, label: str) -> str:
+    return f'<span class="v {"good" if good else "bad"}">{_h(label)}</span>'
+
+
+def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric: str, shown: list[str]) -> str:
+    """The evidence behind one metric's score for one sample (``shown``: the metrics shown with it)."""
+    score = score_of(sample, metric)
+    head = f"<h4>{_h(metric)}: {fmt_num(score)}"
+    reason = not_computable_reason(sample, metric)
+    if reason is not None:
+        return f'{head} <span class="v na">not computable</span></h4><p class="nc">{_h(reason)}</p>'
+    detail = detail_for(sample, metric)
+    body = ""
+    if metric == "faithfulness":
+        claims = claims_of(detail)
+        counts = f"{fmt_count(detail.get('n_supported'))} of {fmt_count(detail.get('n_claims'))}"
+        head += f" <small>({counts} claims supported)</small>"
+        items = [
+            f"<li>{_verdict(c.get('verdict') == 'supported', text_of(c.get('verdict')))}{_h(c.get('text'))}</li>"
+            for c in claims
+        ]
+        body = f"<ul>{''.join(items)}</ul>" if items else "<p>no claims</p>"
+    elif metric == "context_recall":
+        claims = claims_of(detail)
+        counts = f"{fmt_count(detail.get('n_covered'))} of {fmt_count(detail.get('n_claims'))}"
+        head += f" <small>({counts} reference claims covered)</small>"
+        items = [
+            f"<li>{_verdict(c.get('verdict') == 'covered', text_of(c.get('verdict')).replace('_', ' '))}"
+            f"{_h(c.get('text'))}</li>"
+            for c in claims
+        ]
+        body = f"<ul>{''.join(items)}</ul>" if items else "<p>no reference claims</p>"
+    elif metric == "answer_relevancy":
+        if detail.get("noncommittal"):
+            head += ' <span class="v bad">noncommittal</span>'
+        rows = [
+            f"<tr><td class=num>{fmt_num(q.get('similarity'))}</td><td>{_h(q.get('text'))}</td></tr>"
+            for q in questions_of(detail)
+        ]
+        body = (
+            "<table><thead><tr><th class=num>similarity</th><th>generated question</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            if rows
+            else "<p>no generated questions</p>"
+        )
+    elif metric in ("context_precision", "context_relevant_ratio"):
+        if metric == "context_relevant_ratio" and "context_precision" in shown:
+            return f"{head} <small>(relevant chunks ÷ all chunks; chunk verdicts under context_precision)</small></h4>"
+        if metric == "context_precision":
+            head += f" <small>(average precision; relevant ratio {fmt_num(detail.get('relevant_ratio'))})</small>"
+        else:
+            head += " <small>(relevant chunks ÷ all chunks)</small>"
+        rows = [
+            f"<tr><td class=num>{_h(c.get('rank'))}</td>"
+            f"<td>{_verdict(bool(c.get('relevant')), 'relevant' if c.get('relevant') else 'irrelevant')}</td>"
+            f'<td class="preview">{_h(c.get("preview"))}</td></tr>'
+            for c in chunks_of(detail)
+        ]
+        body = (
+            "<table><thead><tr><th class=num>rank</th><th>verdict</th><th>chunk preview</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            if rows
+            else "<p>no chunk verdicts</p>"
+        )
+    return f"{head}</h4>{body}"
+
+
+def _sample_row(report: Mapping[str, Any], sample: Mapping[str, Any], metrics: list[str]) -> str:
+    lang = text_of(sample.get("language"))
+    lang_attr = f' lang="{_h(lang)}"' if lang in ("en", "zh") else ""
+    question = text_of(sample.get("question"))
+    cells = [
+        f'<span class="id">{_h(sample.get("sample_id")) or NONE}</span>',
+        f"<span>{_h(sample.get('category')) or NONE}</span>",
+        f"<span>{_h(lang) or NONE}</span>",
+        f'<span class="q" title="{_h(question)}">{_h(question)}</span>',
+    ] + [_score_badge(report, sample, m) for m in metrics]
+    texts = [("Question", sample.get("question")), ("Answer", sample.get("answer"))]
+    if sample.get("reference_answer") is not None:
+        texts.append(("Reference answer", sample.get("reference_answer")))
+    dl = "".join(f'<dt>{label}</dt><dd><div class="txt">{_h(value)}</div></dd>' for label, value in texts)
+    n_ctx = (
+        f"<p class=meta>{fmt_count(sample.get('n_contexts'))} retrieved chunks</p>" if "n_contexts" in sample else ""
+    )
+    details = "".join(_metric_detail(report, sample, m, metrics) for m in metrics)
+    return (
+        f'<details class="sample"{lang_attr}><summary class="row">{"".join(cells)}</summary>'
+        f'<div class="ev"><dl>{dl}</dl>{n_ctx}{details}</div></details>'
+    )
+
+
+def _samples(report: Mapping[str, Any], metrics: list[str]) -> str:
+    samples = samples_of(report)
+    head = ["sample", "category", "lang", "question"] + metrics
+    head_html = "".join(
+        f'<span class="num">{_wrappable(name)}</span>' if i >= 4 else f"<span>{_h(name)}</span>"
+        for i, name in enumerate(head)
+    )
+    rows = "".join(_sample_row(report, s, metrics) for s in samples)
+    return (
+        '<section id="samples"><h2>Samples</h2>'
+        '<div class="toolbar"><input id="q" type="search" '
+        'placeholder="Filter samples by any text (id, question, answer, claims…)" '
+        'aria-label="Filter samples" autocomplete="off">'
+        f'<button id="toggle" type="button">Expand all</button><span id="count">{len(samples)} samples</span></div>'
+        f'<div class="samples"><div class="row head">{head_html}</div>{rows}</div></section>'
+    )
+
+
+def _skipped(report: Mapping[str, Any]) -> str:
+    records = [r for r in report.get("skipped_records") or [] if isinstance(r, Mapping)]
+    if not records:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{_h(r.get('location'))}</code></td><td><ul>"
+        + "".join(f"<li>{_h(p)}</li>" for p in r.get("problems") or [])
+        + "</ul></td></tr>"
+        for r in records
+    )
+    return (
+        f'<section id="skipped"><h2>Skipped records ({len(records)})</h2>'
+        f"<table><thead><tr><th>location</th><th>problems</th></tr></thead><tbody>{rows}</tbody></table></section>"
+    )
+
+
+def _run_info(report: Mapping[str, Any]) -> str:
+    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    items: list[tuple[str, str]] = []
+    judge = run.get("judge") if isinstance(run.get("judge"), Mapping) else {}
+    if judge:
+        items.append(
+            (
+                "judge",
+                f"{_h(judge.get('name'))} · n_ctx {_h(judge.get('n_ctx'))} · max_tokens {_h(judge.get('max_tokens'))}"
+                f" · sha256 <code>{_h(judge.get('sha256') or NONE)}</code>",
+            )
+        )
+    embedders = run.get("embedders") if isinstance(run.get("embedders"), Mapping) else {}
+    for lang in sorted(embedders):
+        emb = embedders[lang] if isinstance(embedders[lang], Mapping) else {}
+        items.append(
+            (f"embedder ({_h(lang)})", f"{_h(emb.get('name'))} · sha256 <code>{_h(emb.get('sha256') or NONE)}</code>")
+        )
+    data = run.get("data") if isinstance(run.get("data"), Mapping) else {}
+    if data:
+        items.append(
+            ("data", f"<code>{_h(data.get('path'))}</code> · sha256 <code>{_h(data.get('sha256') or NONE)}</code>")
+        )
+    for key in ("seed", "language"):
+        if key in run:
+            items.append((key, _h(run.get(key))))
+    params = run.get("params") if isinstance(run.get("params"), Mapping) else {}
+    if params:
+        items.append(("params", " · ".join(f"{_h(k)} {_h(params[k])}" for k in sorted(params))))
+    usage = run.get("usage") if isinstance(run.get("usage"), Mapping) else {}
+    if usage:
+        items.append(
+            (
+                "judge usage",
+                f"{fmt_count(usage.get('judge_calls'))} calls · "
+                f"{fmt_count(usage.get('prompt_tokens'))} prompt tokens · "
+                f"{fmt_count(usage.get('completion_tokens'))} completion tokens",
+            )
+        )
+    if not items:
+        return ""
+    body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items)
+    return f"<footer><h2>Run</h2><dl>{body}</dl></footer>"
+
+
+def render_html(report: dict) -> str:
+    """report.html's text for ``report`` (a report.json dict). Deterministic: no clock, sorted where unordered."""
+    metrics = metric_names(report)
+    cols = "minmax(7rem,9rem) minmax(4rem,7rem) 2.5rem minmax(10rem,1fr)" + " 7.5rem" * len(metrics)
+    css = _CSS + f".samples{{--cols:{cols}}}\n"
+    csp = (
+        f"default-src 'none'; style-src {_csp_hash(css)}; script-src {_csp_hash(_JS)}; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    passed = gate_of(report).get("passed")
+    title = {True: "passed", False: "failed"}.get(passed)
+    page_title = "offline-eval report" + (f": gate {title}" if title else "")
+    body = "".join(
+        [
+            _header(report),
+            _summary(report, metrics),
+            _charts(report, metrics),
+            _samples(report, metrics),
+            _skipped(report),
+            _run_info(report),
+        ]
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f"<title>{page_title}</title>\n<style>{css}</style>\n</head>\n"
+        f"<body>\n{body}\n<script>{_JS}</script>\n</body>\n</html>\n"
+    )

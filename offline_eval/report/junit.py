@@ -1,0 +1,135 @@
+"""junit.xml: the report as JUnit test results, for CI systems that display them.
+
+One testsuite per metric (``offline_eval.<metric>``) with one testcase per sample (name = sample_id):
+a score below the metric's threshold is a <failure> whose message carries the score and whose text
+the evidence; a score that could not be computed is <skipped message=reason>; a metric without a
+threshold (context_relevant_ratio) passes and carries its score in <system-out>. One more testsuite,
+``offline_eval.gate``, has a testcase per gate check. No timestamps or durations: the same report
+gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any
+
+from offline_eval.report.writers import (
+    below_threshold,
+    check_label,
+    evidence,
+    failed_explanation,
+    fmt_num,
+    gate_checks,
+    gate_value_label,
+    metric_names,
+    not_computable_reason,
+    samples_of,
+    score_of,
+    text_of,
+    threshold_for,
+)
+
+# Characters XML 1.0 cannot carry at all, even escaped.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _x(value: Any) -> str:
+    return _NOT_XML.sub("\ufffd", text_of(value))
+
+
+def _suite(parent: ET.Element, name: str) -> ET.Element:
+    return ET.SubElement(parent, "testsuite", {"name": name})
+
+
+def _case(suite: ET.Element, classname: str, name: str) -> ET.Element:
+    return ET.SubElement(suite, "testcase", {"classname": _x(classname), "name": _x(name)})
+
+
+def _sample_text(sample: Mapping[str, Any]) -> list[str]:
+    lines = [f"question: {text_of(sample.get('question'))}", f"answer: {text_of(sample.get('answer'))}"]
+    if sample.get("reference_answer") is not None:
+        lines.append(f"reference answer: {text_of(sample.get('reference_answer'))}")
+    return lines
+
+
+def _metric_case(suite: ET.Element, report: Mapping[str, Any], sample: Mapping[str, Any], metric: str) -> None:
+    case = _case(suite, f"offline_eval.{metric}", text_of(sample.get("sample_id")))
+    score = score_of(sample, metric)
+    threshold = threshold_for(report, metric)
+    if score is None:
+        ET.SubElement(case, "skipped", {"message": _x(not_computable_reason(sample, metric))})
+        return
+    if below_threshold(score, threshold):
+        failure = ET.SubElement(
+            case,
+            "failure",
+            {
+                "message": _x(f"{metric} {fmt_num(score)} < threshold {fmt_num(threshold)}"),
+                "type": "BelowThreshold",
+            },
+        )
+        items = evidence(sample, metric)
+        lines = [f"{label}: {text}" for label, text in items] or ["(no evidence recorded)"]
+        failure.text = _x("\n".join(lines + [""] + _sample_text(sample)))
+        return
+    out = ET.SubElement(case, "system-out")
+    out.text = _x(
+        f"{metric} = {fmt_num(score)}" + (f" (threshold {fmt_num(threshold)})" if threshold is not None else "")
+    )
+
+
+def _gate_case(suite: ET.Element, report: Mapping[str, Any], check: Mapping[str, Any]) -> None:
+    case = _case(suite, "offline_eval.gate", check_label(check))
+    status = check.get("status")
+    value = f"{gate_value_label(report)} {fmt_num(check.get('value'))}"
+    if status == "failed":
+        failure = ET.SubElement(
+            case,
+            "failure",
+            {
+                "message": _x(f"{check_label(check)}: {value} < threshold {fmt_num(check.get('threshold'))}"),
+                "type": "GateFailed",
+            },
+        )
+        failure.text = _x(failed_explanation(check))
+    elif status == "skipped":
+        ET.SubElement(case, "skipped", {"message": _x(check.get("reason") or "not computable")})
+    else:
+        out = ET.SubElement(case, "system-out")
+        out.text = _x(f"{value} >= threshold {fmt_num(check.get('threshold'))}")
+
+
+def _count(suite: ET.Element) -> tuple[int, int, int]:
+    cases = suite.findall("testcase")
+    failures = sum(1 for c in cases if c.find("failure") is not None)
+    skipped = sum(1 for c in cases if c.find("skipped") is not None)
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
+    return len(cases), failures, skipped
+
+
+def render_junit(report: dict) -> str:
+    """junit.xml's text for ``report`` (a report.json dict). Deterministic: no clock, no durations."""
+    root = ET.Element("testsuites", {"name": "offline-eval"})
+    samples = samples_of(report)
+    for metric in metric_names(report):
+        suite = _suite(root, f"offline_eval.{metric}")
+        for sample in samples:
+            _metric_case(suite, report, sample, metric)
+    gate = _suite(root, "offline_eval.gate")
+    for check in gate_checks(report):
+        _gate_case(gate, report, check)
+    totals = [0, 0, 0]
+    for suite in root.findall("testsuite"):
+        for i, n in enumerate(_count(suite)):
+            totals[i] += n
+    root.set("tests", str(totals[0]))
+    root.set("failures", str(totals[1]))
+    root.set("errors", "0")
+    root.set("skipped", str(totals[2]))
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

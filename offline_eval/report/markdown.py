@@ -1,0 +1,281 @@
+"""report.md: a summary of report.json sized for a pull-request comment (GitHub-flavoured Markdown)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from offline_eval.report.writers import (
+    NONE,
+    aggregate_for,
+    categories_of,
+    check_label,
+    clip,
+    evidence,
+    failed_explanation,
+    find_check,
+    fmt_ci,
+    fmt_count,
+    fmt_num,
+    gate_checks,
+    gate_of,
+    gate_value_label,
+    metric_names,
+    not_computable_reason,
+    samples_of,
+    score_of,
+    text_of,
+    threshold_for,
+    worst_samples,
+)
+
+WORST_N = 5
+MAX_EVIDENCE = 5  # evidence items per sample in the worst-samples tables
+MAX_TEXT = 200  # characters of user text per cell
+MAX_SKIPPED = 50
+
+STATUS = {"passed": "✅ passed", "failed": "❌ failed", "skipped": "⚠️ skipped"}
+
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+# Characters Markdown would act on inside a table cell: entities for those that open HTML or code
+# spans or that would escape our own "\|"; backslash escapes for cell separators, emphasis and links.
+# (Intraword "_" is not emphasis in GFM, so metric names such as context_recall stay readable.)
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;", "`": "&#96;"}
+_BACKSLASHED = set("|*[]")
+
+
+def md_text(value: Any, limit: int | None = None) -> str:
+    """User text made safe for a table cell or list item: shown literally, on one line."""
+    text = text_of(value)
+    if limit is not None:
+        text = clip(text, limit)
+    out = []
+    for ch in text:
+        if ch in _ENTITIES:
+            out.append(_ENTITIES[ch])
+        elif ch in _BACKSLASHED:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return _NEWLINES.sub("<br>", "".join(out))
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _status(check: Mapping[str, Any] | None) -> str:
+    if check is None:
+        return NONE
+    status = text_of(check.get("status"))
+    return STATUS.get(status, md_text(status) or NONE)
+
+
+def _header(report: Mapping[str, Any]) -> list[str]:
+    gate = gate_of(report)
+    passed = gate.get("passed")
+    if passed is True:
+        title = "## ✅ offline-eval: gate passed"
+    elif passed is False:
+        title = "## ❌ offline-eval: gate failed"
+    else:
+        title = "## offline-eval report"
+    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    data = run.get("data") if isinstance(run.get("data"), Mapping) else {}
+    judge = run.get("judge") if isinstance(run.get("judge"), Mapping) else {}
+    facts = []
+    if data.get("path"):
+        facts.append(f"data {md_text(data.get('path'))}")
+    if "n_evaluated" in data:
+        counted = f"{fmt_count(data.get('n_evaluated'))} of {fmt_count(data.get('n_records'))} records evaluated"
+        if data.get("n_skipped"):
+            counted += f", {fmt_count(data.get('n_skipped'))} skipped"
+        facts.append(counted)
+    else:
+        facts.append(f"{len(samples_of(report))} samples")
+    if judge.get("name"):
+        facts.append(f"judge {md_text(judge.get('name'))}")
+    if gate.get("gate_on"):
+        facts.append(f"gate on {gate_value_label(report)}")
+    return [title, "", " · ".join(facts), ""]
+
+
+def _summary(report: Mapping[str, Any], metrics: list[str]) -> list[str]:
+    lines = [
+        _row(["metric", "mean", "95% CI", "n computable", "not computable", "threshold", "status"]),
+        "|---|---:|---|---:|---:|---:|---|",
+    ]
+    for metric in metrics:
+        agg = aggregate_for(report, metric)
+        lines.append(
+            _row(
+                [
+                    md_text(metric),
+                    fmt_num(agg.get("mean")),
+                    fmt_ci(agg),
+                    fmt_count(agg.get("n")),
+                    fmt_count(agg.get("n_not_computable")),
+                    fmt_num(threshold_for(report, metric)),
+                    _status(find_check(report, metric)),
+                ]
+            )
+        )
+    return lines + [""]
+
+
+def _gate_section(report: Mapping[str, Any]) -> list[str]:
+    checks = gate_checks(report)
+    failed = [c for c in checks if c.get("status") == "failed"]
+    skipped = [c for c in checks if c.get("status") == "skipped"]
+    if not checks:  # older or hand-made reports: only the list of failed names
+        names = [n for n in gate_of(report).get("failed") or [] if isinstance(n, str)]
+        failed = [
+            {"metric": n.rsplit("/", 1)[-1], "category": n.rsplit("/", 1)[0] if "/" in n else None} for n in names
+        ]
+    lines: list[str] = []
+    if failed:
+        lines += ["### Failed gates", ""]
+        value_label = gate_value_label(report)
+        for check in failed:
+            what = f"**{md_text(check_label(check))}**"
+            if "value" in check or "threshold" in check:
+                what += f": {value_label} {fmt_num(check.get('value'))} < threshold {fmt_num(check.get('threshold'))}"
+            lines.append(f"- ❌ {what} — {md_text(failed_explanation(check))}")
+        lines.append("")
+    if skipped:
+        lines += ["### Skipped gate checks", ""]
+        for check in skipped:
+            reason = md_text(check.get("reason")) or "not computable"
+            lines.append(f"- ⚠️ **{md_text(check_label(check))}**: {reason}")
+        lines.append("")
+    return lines
+
+
+def _category_section(report: Mapping[str, Any], metrics: list[str]) -> list[str]:
+    categories = categories_of(report)
+    if not categories:
+        return []
+    lines = [
+        "### By category",
+        "",
+        "Mean (n computable); ✅/❌ mark categories with their own gate threshold.",
+        "",
+        _row(["category"] + [md_text(m) for m in metrics]),
+        "|---|" + "---:|" * len(metrics),
+    ]
+    for category in categories:
+        cells = [md_text(category)]
+        for metric in metrics:
+            agg = aggregate_for(report, metric, category)
+            cell = f"{fmt_num(agg.get('mean'))} ({fmt_count(agg.get('n'))})" if agg else NONE
+            check = find_check(report, metric, category)
+            if check is not None and check.get("status") in ("passed", "failed"):
+                icon = "✅" if check.get("status") == "passed" else "❌"
+                cell = f"{icon} {cell} · gate {fmt_num(check.get('threshold'))}"
+            cells.append(cell)
+        lines.append(_row(cells))
+    return lines + [""]
+
+
+def _evidence_cell(sample: Mapping[str, Any], metric: str) -> str:
+    items = evidence(sample, metric)
+    if not items:
+        return NONE
+    shown = [f"{md_text(label)}: {md_text(text, MAX_TEXT)}" for label, text in items[:MAX_EVIDENCE]]
+    if len(items) > MAX_EVIDENCE:
+        shown.append(f"… and {len(items) - MAX_EVIDENCE} more")
+    return "<br>".join(shown)
+
+
+def _worst_section(report: Mapping[str, Any], metrics: list[str]) -> list[str]:
+    lines: list[str] = []
+    for metric in metrics:
+        worst = worst_samples(report, metric, WORST_N)
+        if not worst:
+            continue
+        threshold = threshold_for(report, metric)
+        lines += [
+            f"#### {md_text(metric)}",
+            "",
+            _row(["sample", "category", "score", "question", "evidence"]),
+            "|---|---|---:|---|---|",
+        ]
+        for sample in worst:
+            score = score_of(sample, metric)
+            shown = fmt_num(score)
+            if threshold is not None and score is not None and score < threshold:
+                shown = f"❌ {shown}"
+            lines.append(
+                _row(
+                    [
+                        md_text(sample.get("sample_id")) or NONE,
+                        md_text(sample.get("category")) or NONE,
+                        shown,
+                        md_text(sample.get("question"), MAX_TEXT) or NONE,
+                        _evidence_cell(sample, metric),
+                    ]
+                )
+            )
+        lines.append("")
+    if lines:
+        lines = [f"### Worst {WORST_N} samples per metric", ""] + lines
+    return lines
+
+
+def _not_computable_section(report: Mapping[str, Any], metrics: list[str]) -> list[str]:
+    rows = []
+    for sample in samples_of(report):
+        for metric in metrics:
+            reason = not_computable_reason(sample, metric)
+            if reason is not None:
+                rows.append(
+                    _row([md_text(sample.get("sample_id")) or NONE, md_text(metric), md_text(reason, MAX_TEXT)])
+                )
+    if not rows:
+        return []
+    return ["### Not computable", "", _row(["sample", "metric", "reason"]), "|---|---|---|", *rows, ""]
+
+
+def _skipped_section(report: Mapping[str, Any]) -> list[str]:
+    records = [r for r in report.get("skipped_records") or [] if isinstance(r, Mapping)]
+    if not records:
+        return []
+    lines = [f"### Skipped records ({len(records)})", "", _row(["location", "problems"]), "|---|---|"]
+    for record in records[:MAX_SKIPPED]:
+        problems = [md_text(p, MAX_TEXT) for p in record.get("problems") or []]
+        lines.append(_row([md_text(record.get("location")) or NONE, "<br>".join(problems) or NONE]))
+    if len(records) > MAX_SKIPPED:
+        lines.append(f"\n… and {len(records) - MAX_SKIPPED} more (see report.json)")
+    return lines + [""]
+
+
+def _footer(report: Mapping[str, Any]) -> list[str]:
+    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    parts = []
+    if run.get("tool") or run.get("version"):
+        parts.append(md_text(f"{run.get('tool') or 'offline-eval'} {run.get('version') or ''}".strip()))
+    judge = run.get("judge") if isinstance(run.get("judge"), Mapping) else {}
+    if judge.get("sha256"):
+        parts.append(f"judge sha256 {md_text(str(judge.get('sha256'))[:12])}…")
+    if "seed" in run:
+        parts.append(f"seed {md_text(run.get('seed'))}")
+    usage = run.get("usage") if isinstance(run.get("usage"), Mapping) else {}
+    if "judge_calls" in usage:
+        parts.append(f"{fmt_count(usage.get('judge_calls'))} judge calls")
+    return [f"<sub>{' · '.join(parts)}</sub>"] if parts else []
+
+
+def render_markdown(report: dict) -> str:
+    """report.md's text for ``report`` (a report.json dict). Deterministic: no clock, sorted where unordered."""
+    metrics = metric_names(report)
+    lines: list[str] = []
+    lines += _header(report)
+    lines += _summary(report, metrics)
+    lines += _gate_section(report)
+    lines += _category_section(report, metrics)
+    lines += _worst_section(report, metrics)
+    lines += _not_computable_section(report, metrics)
+    lines += _skipped_section(report)
+    lines += _footer(report)
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,95 @@
+"""Tests for scripts/bench_adapters.py. Those that read real benchmark files skip without them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from offline_eval.data import load_samples
+
+REPO = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("bench_adapters", REPO / "scripts" / "bench_adapters.py")
+assert _spec is not None and _spec.loader is not None
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+ROOT = bench.DEFAULT_ROOT
+needs_benchmarks = pytest.mark.skipif(not ROOT.is_dir(), reason=f"benchmarks not present at {ROOT}")
+
+
+def test_average_precision():
+    assert bench.average_precision([1, 1, 0]) == 1.0
+    assert bench.average_precision([0, 1, 0, 1]) == pytest.approx((1 / 2 + 2 / 4) / 2)
+    assert bench.average_precision([0, 0]) is None
+
+
+def test_missing_root_is_a_clear_error(tmp_path, capsys):
+    rc = bench.main(["ares", "--split", "dev", "--out", str(tmp_path / "o"), "--root", str(tmp_path)])
+    assert rc == 1
+    assert "benchmark file not found" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@needs_benchmarks
+def test_ares_splits_and_labels():
+    dev = bench.convert("ares", "dev", ROOT)
+    test = bench.convert("ares", "test", ROOT)
+    assert len(dev) == len(test) == 100
+    assert dev[0][0]["sample_id"] == "ares-001" and test[0][0]["sample_id"] == "ares-101"
+    labels = [lab for _, lab in dev + test]
+    # Counts documented in ares_databricks_human/SOURCE.md for the whole 200-row file.
+    assert Counter(lab["faithfulness"] for lab in labels) == {1: 172, 0: 28}
+    assert Counter(lab["answer_relevancy"] for lab in labels) == {1: 179, 0: 21}
+    assert Counter(lab["context_relevance"] for lab in labels) == {1: 98, 0: 102}
+    sample = dev[0][0]
+    assert sample["question"] == "Give a tutorial of declaring a delta live table?"
+    assert len(sample["contexts"]) == 1 and sample["contexts"][0].startswith("      Delta Live Tables CLI")
+
+
+@needs_benchmarks
+def test_attributionbench_splits_and_labels():
+    dev = bench.convert("attributionbench", "dev", ROOT)
+    test = bench.convert("attributionbench", "test", ROOT)
+    assert (len(dev), len(test)) == (1198, 500)
+    assert Counter(lab["attributable"] for _, lab in dev) == {1: 599, 0: 599}
+    assert Counter(lab["attributable"] for _, lab in test) == {1: 250, 0: 250}
+    first = json.loads((ROOT / bench.ATTRIBUTIONBENCH_FILES["dev"]).read_text(encoding="utf-8").split("\n")[0])
+    sample, label = dev[0]
+    assert sample["sample_id"] == label["sample_id"] == first["id"]
+    assert sample["answer"] == first["claim"] and sample["question"] == first["question"]
+    assert sample["contexts"] == ["\n\n".join(first["references"])]
+    assert sample["category"] == first["src_dataset"]
+
+
+@needs_benchmarks
+def test_hotpotqa_splits_and_gold_flags():
+    dev = bench.convert("hotpotqa", "dev", ROOT)
+    test = bench.convert("hotpotqa", "test", ROOT)
+    assert len(dev) == len(test) == 250
+    assert not {s["sample_id"] for s, _ in dev} & {s["sample_id"] for s, _ in test}
+    for sample, label in dev + test:
+        assert len(label["gold_flags"]) == len(sample["contexts"])
+        assert sum(label["gold_flags"]) == 2
+        assert label["context_precision"] == bench.average_precision(label["gold_flags"])
+        assert sample["reference_answer"]
+    sample, label = dev[0]
+    assert sample["reference_answer"] == "Chief of Protocol"
+    assert label["gold_flags"] == [0, 1, 0, 0, 0, 0, 1, 0, 0, 0]
+    assert sample["contexts"][1].startswith("Shirley Temple\nShirley Temple Black")
+
+
+@needs_benchmarks
+@pytest.mark.parametrize("name", sorted(bench.ADAPTERS))
+def test_cli_output_loads_as_our_dataset(tmp_path, name):
+    out = tmp_path / name
+    assert bench.main([name, "--split", "test", "--out", str(out), "--limit", "5"]) == 0
+    result = load_samples(out / "samples.jsonl")
+    labels = [json.loads(line) for line in (out / "labels.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(result.samples) == len(labels) == 5
+    assert [s.sample_id for s in result.samples] == [lab["sample_id"] for lab in labels]
+    converted = bench.convert(name, "test", ROOT, limit=5)
+    assert [s.contexts for s in result.samples] == [tuple(s["contexts"]) for s, _ in converted]
