@@ -141,9 +141,9 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
                  no_cache: bool, **flags) -> None:
     """Score the samples in DATA (JSON, JSONL or CSV) and write the reports.
 
-    \b
     Each record needs a question, its retrieved contexts (a list, in rank order) and the answer;
     reference_answer, sample_id and category are optional. RAGAS field names are accepted too.
+
     \b
     Exit codes: 0 gate passed, 1 gate failed, 2 bad input or usage.
     Example:
@@ -220,6 +220,16 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
     if not quiet:
         click.echo("reports: " + ", ".join(str(p) for p in written))
     sys.exit(EXIT_PASSED if result.passed else EXIT_GATE_FAILED)
+
+
+def _register_stats_commands() -> None:
+    from offline_eval.cli_stats import agreement_cmd, compare_cmd
+
+    cli.add_command(compare_cmd, "compare")
+    cli.add_command(agreement_cmd, "agreement")
+
+
+_register_stats_commands()
 
 
 def main() -> None:

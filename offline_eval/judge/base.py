@@ -26,7 +26,9 @@ class JudgeRequest:
     metric: str = ""
 
     def schema_json(self) -> str:
-        return json.dumps(self.schema, sort_keys=True, ensure_ascii=False)
+        # Key order is kept: the grammar emits properties in this order (e.g. questions before the
+        # noncommittal flag), and schemas are built in code, so the text is stable run to run.
+        return json.dumps(self.schema, ensure_ascii=False)
 
 
 @dataclass

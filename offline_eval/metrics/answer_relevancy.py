@@ -40,7 +40,11 @@ class AnswerRelevancy:
 
         def step() -> Evidence:
             value = ctx.ask(request)
-            return Evidence({"questions": value["questions"], "noncommittal": value["noncommittal"] == "yes",
+            # A small judge sometimes repeats a question; a repeat would weigh its similarity twice.
+            questions = list(dict.fromkeys(q.strip() for q in value["questions"] if q.strip()))
+            if not questions:
+                return Evidence(not_computable="the judge generated no question")
+            return Evidence({"questions": questions, "noncommittal": value["noncommittal"] == "yes",
                              "lang": ctx.lang})
 
         return judged(self.name, step)

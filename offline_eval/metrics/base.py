@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from offline_eval import prompts
+from offline_eval.claims import claim_budget, grounded
 from offline_eval.config import EvalConfig
 from offline_eval.judge import Judge, JudgeError, JudgeRequest
 from offline_eval.sample import Sample
@@ -89,8 +90,14 @@ def not_computable(name: str, reason: str) -> Outcome:
 # ------------------------------------------------------------------ shared judge steps
 
 
-def extract_claims(ctx: SampleContext, text: str, *, source: str, max_claims: int, metric: str) -> list[str]:
-    """Split an answer or a reference into at most ``max_claims`` claims (no context needed)."""
+def extract_claims(ctx: SampleContext, text: str, *, source: str, max_claims: int,
+                   metric: str) -> tuple[list[str], list[str]]:
+    """Split an answer or a reference into claims (no context needed).
+
+    Returns (claims, dropped): ``dropped`` are extracted claims not grounded in the text (see
+    ``offline_eval.claims``); they are reported but never scored.
+    """
+    max_claims = claim_budget(text, max_claims)
     request = JudgeRequest(
         system=prompts.SYSTEM[ctx.lang],
         shared="",
@@ -99,13 +106,10 @@ def extract_claims(ctx: SampleContext, text: str, *, source: str, max_claims: in
         max_tokens=64 * max_claims + 32,
         metric=metric,
     )
-    claims = ctx.ask(request)["claims"]
-    # Drop exact repeats and blank strings; the count of claims *sent* on is what scores divide by.
-    seen: dict[str, None] = {}
-    for claim in claims:
-        if claim.strip():
-            seen.setdefault(claim.strip(), None)
-    return list(seen)
+    # Exact repeats and blank strings go; the count of claims *sent* on is what scores divide by.
+    unique = list(dict.fromkeys(c.strip() for c in ctx.ask(request)["claims"] if c.strip()))
+    kept = [c for c in unique if grounded(c, text)]
+    return kept, [c for c in unique if c not in kept]
 
 
 @dataclass
@@ -162,16 +166,17 @@ def verify_claims(ctx: SampleContext, claims: Sequence[str], *, metric: str) -> 
             system=prompts.SYSTEM[ctx.lang],
             shared=shared,
             task=prompts.verify_claims(claims, ctx.lang),
-            schema=prompts.verdicts_schema(len(claims)),
-            max_tokens=4 * len(claims) + 24,
+            schema=prompts.verdicts_schema(keys),
+            max_tokens=prompts.verdict_budget(len(claims)),
             metric=metric,
         )
 
+    keys = prompts.claim_keys(len(claims))
     supported = [False] * len(claims)
     truncated: list[int] = []
     for window in context_windows(ctx, request("")):
-        verdicts = ctx.ask(request(window.block(ctx.lang)))["verdicts"]
-        supported = [s or v == "yes" for s, v in zip(supported, verdicts, strict=True)]
+        verdicts = prompts.read_verdicts(ctx.ask(request(window.block(ctx.lang))), keys)
+        supported = [s or v for s, v in zip(supported, verdicts, strict=True)]
         truncated += window.truncated
     return supported, truncated
 
@@ -226,13 +231,14 @@ class ClaimCoverage:
             return Evidence(not_computable=reason)
 
         def step() -> Evidence:
-            claims = extract_claims(ctx, self.text(ctx.sample), source=self.source,
-                                    max_claims=self.max_claims(ctx.config), metric=self.name)
+            claims, dropped = extract_claims(ctx, self.text(ctx.sample), source=self.source,
+                                             max_claims=self.max_claims(ctx.config), metric=self.name)
             if not claims:
                 what = "answer" if self.source == "answer" else "reference answer"
-                return Evidence(not_computable=f"no claims extracted from the {what}")
+                return Evidence({"dropped_claims": dropped}, not_computable=f"no claims extracted from the {what}")
             found, truncated = verify_claims(ctx, claims, metric=self.name)
-            return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated})
+            return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
+                             "dropped_claims": dropped})
 
         return judged(self.name, step)
 
@@ -251,5 +257,7 @@ class ClaimCoverage:
             details: dict[str, Any] = {"claims": claims, f"n_{yes}": int(sum(ev.data["found"])), "n_claims": len(claims)}
             if ev.data["truncated_chunks"]:
                 details["truncated_chunks"] = ev.data["truncated_chunks"]
+            if ev.data["dropped_claims"]:
+                details["dropped_claims"] = ev.data["dropped_claims"]  # extracted, not found in the text
             outcomes.append(Outcome({self.name: float(value)}, None, details))
         return outcomes

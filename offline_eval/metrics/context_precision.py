@@ -1,9 +1,13 @@
 """Context precision: are the retrieved chunks useful, and are the useful ones ranked first?
 
-Judge: one verdict per chunk, in rank order, given the question and the reference answer (or the
-answer when there is no reference): 1 call per context window, chunks given whole. Two scores:
+Judge: one call per chunk, in rank order, each given the question and the reference answer (or the
+answer when there is no reference) as a shared prefix, then the chunk, whole. Two scores:
 ``context_precision`` = rank-aware average precision (the RAGAS meaning) and
 ``context_relevant_ratio`` = relevant ÷ total chunks (the noise ratio).
+
+One chunk per call, not all chunks in one: on the hand-labelled set the 1.5B judge, shown three
+chunks at once, answered yes/no/yes whatever their content; judged one at a time it ranks them right.
+The calls share their prefix, so each costs only its chunk's tokens.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ from typing import Any
 
 from offline_eval import prompts, scoring
 from offline_eval.judge import JudgeRequest
-from offline_eval.metrics.base import Evidence, Outcome, SampleContext, check_sample, context_windows, judged
+from offline_eval.metrics.base import Evidence, Outcome, SampleContext, check_sample, judged
 from offline_eval.sample import Sample
 
 _PREVIEW = 160
+_USEFUL = ["useful"]
 
 
 class ContextPrecision:
@@ -31,27 +36,25 @@ class ContextPrecision:
             reason = "no reference answer and an empty answer: nothing shows what is useful"
         if reason:
             return Evidence(not_computable=reason)
-        basis = sample.reference_answer if reference else sample.answer
+        shared = prompts.chunk_question(sample.question, sample.reference_answer if reference else sample.answer,
+                                        ctx.lang, basis_is_reference=bool(reference))
 
-        def request(shared: str, ranks: Sequence[int]) -> JudgeRequest:
-            return JudgeRequest(
-                system=prompts.SYSTEM[ctx.lang],
-                shared=shared,
-                task=prompts.judge_chunks(sample.question, basis, ranks, ctx.lang, basis_is_reference=bool(reference)),
-                schema=prompts.verdicts_schema(len(ranks)),
-                max_tokens=4 * len(ranks) + 24,
-                metric=self.name,
-            )
+        def request(chunk: str) -> JudgeRequest:
+            return JudgeRequest(system=prompts.SYSTEM[ctx.lang], shared=shared, task=prompts.judge_chunk(chunk, ctx.lang),
+                                schema=prompts.verdicts_schema(_USEFUL), max_tokens=prompts.verdict_budget(1),
+                                metric=self.name)
 
         def step() -> Evidence:
             relevant: list[bool] = []
             truncated: list[int] = []
-            all_ranks = range(1, len(sample.contexts) + 1)
-            for window in context_windows(ctx, request("", all_ranks)):
-                ranks = [rank for rank, _ in window.chunks]
-                verdicts = ctx.ask(request(window.block(ctx.lang), ranks))["verdicts"]
-                relevant += [v == "yes" for v in verdicts]
-                truncated += window.truncated
+            for rank, chunk in enumerate(sample.contexts, 1):
+                room = ctx.judge.room_for_shared(request(chunk)) - ctx.judge.count_tokens(shared)
+                if room < 0:
+                    # The chunk alone overflows the judge's window: judge as much of it as fits, and say so.
+                    keep = max(1, int(len(chunk) * (1 + room / max(ctx.judge.count_tokens(chunk), 1)) * 0.9))
+                    chunk = chunk[:keep]
+                    truncated.append(rank)
+                relevant += prompts.read_verdicts(ctx.ask(request(chunk)), _USEFUL)
             return Evidence({"relevant": relevant, "truncated_chunks": truncated,
                              "basis": "reference" if reference else "answer"})
 

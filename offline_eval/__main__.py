@@ -1,0 +1,3 @@
+from offline_eval.cli import main
+
+main()

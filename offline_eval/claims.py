@@ -1,0 +1,51 @@
+"""Guards around claim extraction, where a small judge goes wrong in two measured ways.
+
+Seen with the 1.5B judge: asked for "at most 10 claims" about a one-sentence answer, it filled all ten
+slots, inventing facts the answer never stated (then judged some of them "supported"). So:
+
+- ``claim_budget`` caps the number of claims by the number of clauses in the text: a one-sentence
+  answer cannot hold ten facts, and the grammar's ``maxItems`` then stops the padding.
+- ``grounded`` drops a claim whose content words mostly do not occur in the text it was extracted
+  from. Dropped claims are reported, never silently lost, and never enter the score.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CLAUSE = re.compile(r"[.!?;:。！？；：\n]+|[,，、]|\b(?:and|but|while|which|whereas)\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}|\d+(?:[.,]\d+)*")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_STOP = frozenset(
+    "the and for are was were is has have had its with from that this these those into onto over under "
+    "about also can could will would may might must shall should does did not but all any each which "
+    "who whom whose what when where why how than then there their they them you your our his her".split()
+)
+
+
+def claim_budget(text: str, max_claims: int) -> int:
+    """At most one claim per clause (and at least one), never more than ``max_claims``."""
+    clauses = [c for c in _CLAUSE.split(text) if c and len(c.strip()) > 2]
+    return max(1, min(max_claims, len(clauses)))
+
+
+def _content_units(text: str) -> set[str]:
+    """Lower-cased content words and numbers, plus Chinese character bigrams."""
+    lowered = text.lower()
+    units = {w for w in _WORD.findall(lowered) if w not in _STOP}
+    cjk = "".join(_CJK.findall(text))
+    units |= {cjk[i : i + 2] for i in range(len(cjk) - 1)}
+    return units
+
+
+def grounded(claim: str, source: str, *, min_overlap: float = 0.5) -> bool:
+    """True when at least ``min_overlap`` of the claim's content units occur in ``source``.
+
+    Paraphrase keeps most content words (names, numbers, nouns); an invented fact brings new ones.
+    A claim with no content units (e.g. only stop words) is kept: there is nothing to check.
+    """
+    units = _content_units(claim)
+    if not units:
+        return True
+    present = _content_units(source)
+    return len(units & present) / len(units) >= min_overlap

@@ -1,0 +1,55 @@
+"""Shared fixtures. Model-backed fixtures load the real installed models, once per session.
+
+``tiny`` (SmolLM2-135M) exercises the llama.cpp path fast; ``default_judge`` (Qwen2.5-Coder-1.5B) is
+used where judgement quality is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from offline_eval.config import EvalConfig
+
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+
+
+def make_judge(name: str, cache_path: Path | None, **options):
+    from offline_eval.runner import load_judge
+
+    config = EvalConfig(judge=name, cache_path=cache_path, use_cache=cache_path is not None, **options)
+    return load_judge(config)
+
+
+@pytest.fixture(scope="session")
+def tiny_judge(tmp_path_factory):
+    return make_judge("tiny", tmp_path_factory.mktemp("tiny") / "cache.sqlite", n_ctx=4096)
+
+
+@pytest.fixture(scope="session")
+def default_judge(tmp_path_factory):
+    return make_judge("qwen2.5-coder-1.5b", tmp_path_factory.mktemp("default") / "cache.sqlite", n_ctx=4096)
+
+
+@pytest.fixture(scope="session")
+def embedders():
+    from offline_eval.runner import EmbedderSet
+
+    return EmbedderSet()
+
+
+@pytest.fixture
+def isolated_home(tmp_path, monkeypatch):
+    """A fresh offline-eval home (cache) that still finds the installed, verified models."""
+    from offline_eval import modelstore
+
+    monkeypatch.setenv("OFFLINE_EVAL_MODELS", str(modelstore.models_dir()))
+    monkeypatch.setenv("OFFLINE_EVAL_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def pytest_configure(config):
+    os.environ.setdefault("OFFLINE_EVAL_TEST", "1")
