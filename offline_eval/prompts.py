@@ -140,7 +140,7 @@ VERDICT = {"type": "string", "enum": ["yes", "no"]}
 def claims_schema(max_claims: int) -> dict:
     return {
         "type": "object",
-        "properties": {"claims": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 240},
+        "properties": {"claims": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 160},
                                   "minItems": 0, "maxItems": max_claims}},
         "required": ["claims"],
         "additionalProperties": False,
@@ -185,7 +185,7 @@ def questions_schema(n: int) -> dict:
     return {
         "type": "object",
         "properties": {
-            "questions": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200},
+            "questions": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 160},
                           "minItems": n, "maxItems": n},
             "noncommittal": VERDICT,
         },

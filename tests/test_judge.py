@@ -40,8 +40,8 @@ def _requests(lang: str):
     """Every schema the metrics use, filled with varied, hostile text."""
     for i, text in enumerate(NASTY):
         claims = [text, f"claim {i}"]
-        yield JudgeRequest(prompts.SYSTEM[lang], "", prompts.extract_claims(text, "What is it?", 3, lang, source="answer"),
-                           prompts.claims_schema(3), 64 * 3 + 32, "faithfulness")
+        yield JudgeRequest(prompts.SYSTEM[lang], "", prompts.extract_claims(text, "What is it?", 2, lang, source="answer"),
+                           prompts.claims_schema(2), 64 * 2 + 32, "faithfulness")
         yield JudgeRequest(prompts.SYSTEM[lang], prompts.context_block([(1, text), (2, "Paris is in France.")], lang),
                            prompts.verify_claims(claims, lang), VERDICTS_2, prompts.verdict_budget(2), "faithfulness")
         yield JudgeRequest(prompts.SYSTEM[lang], "", prompts.generate_questions(text, 1, lang),
@@ -130,8 +130,8 @@ def test_context_three_times_the_window_is_split_and_checked(tmp_path):
     from tests.conftest import make_judge
 
     judge = make_judge("tiny", tmp_path / "c.sqlite", n_ctx=1024)
-    filler = "The museum guide describes paintings, rooms and opening hours in great detail. " * 12
-    contexts = tuple(f"Section {i}. {filler}" for i in range(14)) + ("The museum closes at 18:00 on Mondays.",)
+    filler = "The museum guide describes paintings, rooms and opening hours in great detail. " * 16
+    contexts = tuple(f"Section {i}. {filler}" for i in range(20)) + ("The museum closes at 18:00 on Mondays.",)
     sample = Sample("long", "When does the museum close on Mondays?", "It closes at 18:00.", contexts)
     total = judge.count_tokens(prompts.context_block(list(enumerate(contexts, 1)), "en"))
     assert total >= 3 * judge.n_ctx

@@ -16,25 +16,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from offline_eval.config import SCORES
+from offline_eval.gate import EXPLANATIONS  # the product's wording for a failed gate
+
 FORMATS = ("json", "md", "html", "junit")
 FILENAMES = {"json": "report.json", "md": "report.md", "html": "report.html", "junit": "junit.xml"}
 
-METRIC_ORDER = (
-    "faithfulness",
-    "answer_relevancy",
-    "context_recall",
-    "context_precision",
-    "context_relevant_ratio",
-)
-
-# The product's wording for a failed gate, one sentence per metric.
-EXPLANATIONS = {
-    "faithfulness": "hallucination risk: the answer states things the context does not support",
-    "answer_relevancy": "off-topic answers: the answer does not address the question",
-    "context_recall": "retrieval misses information the reference answer needs",
-    "context_precision": "too much retrieval noise: relevant chunks are missing or ranked low",
-    "context_relevant_ratio": "too much retrieval noise: many retrieved chunks are irrelevant",
-}
+METRIC_ORDER = SCORES  # the order metrics appear in every rendering
 
 # Which part of a sample's ``details`` explains each metric's score.
 DETAIL_KEY = {"context_relevant_ratio": "context_precision"}

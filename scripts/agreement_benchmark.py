@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Agreement of offline-eval's scores with human labels on a shared benchmark's split.
+
+    .venv/bin/python scripts/agreement_benchmark.py ares --split dev --judge qwen2.5-coder-1.5b \\
+        --limit 30 --balanced --out bench-out/ares-dev-default
+
+Converts the benchmark (scripts/bench_adapters.py), evaluates it with the chosen judge (the judge
+cache makes a rerun instant), and prints the agreement table (balanced accuracy, ROC AUC, kappa,
+with bootstrap intervals). ``--balanced`` picks the items by label only — every negative first, then
+positives up to ``--limit`` — so that a small run still has both classes. Tune on dev; report on test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_adapters  # noqa: E402
+
+from offline_eval import evaluate  # noqa: E402
+from offline_eval.agreement import agreement, render_agreement_markdown  # noqa: E402
+
+# Which of our metrics each benchmark's labels speak to.
+MAPPINGS = {
+    "ares": {"faithfulness": "faithfulness", "answer_relevancy": "answer_relevancy"},
+    "attributionbench": {"faithfulness": "attributable"},
+    "hotpotqa": {"context_precision": "context_precision"},
+}
+
+
+def select(items: list, mapping: dict[str, str], limit: int | None, balanced: bool) -> list:
+    """The first ``limit`` items, or with ``balanced`` up to half negatives (any label 0), in file order."""
+    if not balanced or limit is None:
+        return items[:limit]
+    fields = list(mapping.values())
+    is_negative = [any(labels.get(f) == 0 for f in fields) for _, labels in items]
+    negatives = [i for i, neg in enumerate(is_negative) if neg][: limit // 2]
+    positives = [i for i, neg in enumerate(is_negative) if not neg][: limit - len(negatives)]
+    return [items[i] for i in sorted(negatives + positives)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", choices=sorted(MAPPINGS))
+    parser.add_argument("--split", choices=["dev", "test"], default="dev")
+    parser.add_argument("--judge", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--balanced", action="store_true")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--n-ctx", type=int, default=8192)
+    args = parser.parse_args(argv)
+
+    mapping = MAPPINGS[args.name]
+    items = select(bench_adapters.convert(args.name, args.split), mapping, args.limit, args.balanced)
+    samples_path, labels_path = bench_adapters.write(items, args.out)
+    started = time.perf_counter()
+    report = evaluate(samples_path, judge=args.judge, metrics=tuple(mapping), n_ctx=args.n_ctx)
+    seconds = time.perf_counter() - started
+    report.write(args.out, ("json", "md"))
+    labels = [json.loads(line) for line in labels_path.read_text("utf-8").splitlines()]
+    result = agreement(report.data, labels, mapping)
+    (args.out / "agreement.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{args.name} {args.split}: {len(items)} items, judge {args.judge}, {seconds:.0f}s "
+          f"({report.timing.get('judge_calls')} judge calls, {report.timing.get('cache_hits')} cached)")
+    print(render_agreement_markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

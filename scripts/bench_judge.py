@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Judge micro-benchmark: seconds per call, grammar overhead, cache speed-up. Prints a table, writes JSON.
+
+    .venv/bin/python scripts/bench_judge.py [--judges qwen2.5-coder-1.5b,fast] [--repeats 3] [--out FILE]
+
+For each judge, on a typical verdict prompt (a 3-chunk context, 4 claims):
+- cold: a call with the context not yet evaluated (prefix + suffix);
+- shared prefix: the same context, other claims (only the suffix is evaluated);
+- grammar vs free: the same prompt decoded under the schema's grammar vs unconstrained, same budget;
+- cache: the same call answered from the SQLite cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from offline_eval import prompts
+from offline_eval.config import EvalConfig
+from offline_eval.judge import JudgeRequest
+from offline_eval.runner import load_judge
+
+CONTEXT = [
+    (1, "The Golden Gate Bridge opened to traffic on May 28, 1937. Its main span is 1,280 metres long, "
+        "and it was the longest suspension bridge main span in the world until 1964."),
+    (2, "The bridge is painted in a colour called International Orange, chosen to stand out in fog."),
+    (3, "San Francisco's cable cars are the last manually operated cable car system in the world."),
+]
+CLAIM_SETS = [
+    ["The bridge opened in 1937.", "Its main span is 1,280 metres.", "It is painted blue.", "It opened in May."],
+    ["The bridge is orange.", "The main span was the longest until 1964.", "It has two decks.", "Fog is common."],
+    ["Cable cars are manual.", "The bridge opened in 1950.", "The span is 2 km.", "The colour stands out in fog."],
+]
+
+
+def request(claims: list[str], lang: str = "en") -> JudgeRequest:
+    keys = prompts.claim_keys(len(claims))
+    return JudgeRequest(prompts.SYSTEM[lang], prompts.context_block(CONTEXT, lang), prompts.verify_claims(claims, lang),
+                        prompts.verdicts_schema(keys), prompts.verdict_budget(len(claims)), "faithfulness")
+
+
+def timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def bench(name: str, repeats: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        judge = load_judge(EvalConfig(judge=name, cache_path=Path(tmp) / "c.sqlite", n_ctx=4096))
+        llm = judge._llm
+        results: dict[str, float] = {}
+        cold, warm = [], []
+        for r in range(repeats):
+            judge._saved_prefixes.clear()
+            judge.cache = None
+            cold.append(timed(lambda: judge.judge(request(CLAIM_SETS[r % 3]))))
+            warm.append(timed(lambda: judge.judge(request(CLAIM_SETS[(r + 1) % 3]))))
+        results["cold_call_s"] = statistics.median(cold)
+        results["shared_prefix_call_s"] = statistics.median(warm)
+
+        # Grammar vs free decoding of the same prompt and the same number of generated tokens.
+        req = request(CLAIM_SETS[0])
+        head, tail = judge.render_split(req)
+        tokens = judge._tokens(head, tail)
+        prompt = tokens[0] + tokens[1]
+        out = judge._generate(*tokens, req.schema_json(), req.max_tokens)
+        n_gen = max(1, out[2]["completion_tokens"])
+        grammar_s, free_s = [], []
+        for _ in range(repeats):
+            judge._restore_prefix(tokens[0])
+            grammar_s.append(timed(lambda: llm.create_completion(prompt=prompt, max_tokens=n_gen, temperature=0.0,
+                                                                grammar=judge._grammar(req.schema_json()))))
+            judge._restore_prefix(tokens[0])
+            free_s.append(timed(lambda: llm.create_completion(prompt=prompt, max_tokens=n_gen, temperature=0.0)))
+        results["generated_tokens"] = n_gen
+        results["grammar_decode_s"] = statistics.median(grammar_s)
+        results["free_decode_s"] = statistics.median(free_s)
+        results["grammar_overhead_ratio"] = results["grammar_decode_s"] / results["free_decode_s"]
+
+        from offline_eval.judge.cache import JudgeCache
+
+        judge.cache = JudgeCache(Path(tmp) / "c2.sqlite")
+        miss = timed(lambda: judge.judge(req))
+        hit = statistics.median(timed(lambda: judge.judge(req)) for _ in range(max(repeats, 5)))
+        results["uncached_call_s"] = miss
+        results["cache_hit_s"] = hit
+        results["cache_speedup"] = miss / hit
+        return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--judges", default="qwen2.5-coder-1.5b,fast")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path("bench-out/judge.json"))
+    args = parser.parse_args()
+    table = {name: bench(name, args.repeats) for name in args.judges.split(",")}
+    keys = list(next(iter(table.values())))
+    print(f"{'':<24}" + "".join(f"{n:>22}" for n in table))
+    for key in keys:
+        print(f"{key:<24}" + "".join(f"{table[n][key]:>22.4g}" for n in table))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
