@@ -67,6 +67,21 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _parse_json(text: str, path: Path, lineno: int | None = None) -> Any:
+    """Parse JSON (NaN and Infinity rejected); a problem is a LabelsError naming the file and line.
+
+    ``lineno``: the file line ``text`` stands on (a JSON Lines row); without it, the parser's line.
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        line = exc.lineno if lineno is None else lineno
+        raise LabelsError(f"{path}:{line}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except ValueError as exc:
+        where = path if lineno is None else f"{path}:{lineno}"
+        raise LabelsError(f"{where}: invalid JSON: {exc}") from None
+
+
 def _check_row_id(row: dict, where: str, seen: dict[str, str], path: Path) -> None:
     sid = row.get("sample_id")
     if sid is None or isinstance(sid, bool) or (isinstance(sid, str) and not sid.strip()):
@@ -86,12 +101,7 @@ def _load_jsonl(text: str, path: Path) -> list[dict]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise LabelsError(f"{path}:{lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-        except ValueError as exc:
-            raise LabelsError(f"{path}:{lineno}: invalid JSON: {exc}") from None
+        row = _parse_json(line, path, lineno)
         if not isinstance(row, dict):
             raise LabelsError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
         _check_row_id(row, str(lineno), seen, path)
@@ -100,12 +110,7 @@ def _load_jsonl(text: str, path: Path) -> list[dict]:
 
 
 def _load_json_array(text: str, path: Path) -> list[dict]:
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise LabelsError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-    except ValueError as exc:
-        raise LabelsError(f"{path}: invalid JSON: {exc}") from None
+    data = _parse_json(text, path)
     if not isinstance(data, list):
         raise LabelsError(f"{path}: expected a JSON array of objects or JSON Lines")
     rows: list[dict] = []

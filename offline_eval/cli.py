@@ -10,14 +10,9 @@ from pathlib import Path
 import click
 
 from offline_eval import __version__, _offline  # noqa: F401
+from offline_eval.errors import InputError
 
 EXIT_PASSED, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
-
-class InputError(click.ClickException):
-    """Bad input or usage: a one-line message and exit code 2, never a traceback."""
-
-    exit_code = EXIT_BAD_INPUT
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -13,16 +13,11 @@ from typing import Any
 
 import click
 
-__all__ = ["StatsInputError", "agreement_cmd", "compare_cmd"]
+from offline_eval.errors import InputError
+
+__all__ = ["agreement_cmd", "compare_cmd"]
 
 EXIT_REGRESSED = 1
-EXIT_BAD_INPUT = 2
-
-
-class StatsInputError(click.ClickException):
-    """Bad input: click prints ``Error: <message>`` on one line and exits with status 2."""
-
-    exit_code = EXIT_BAD_INPUT
 
 
 def _one_line(text: Any) -> str:
@@ -34,27 +29,27 @@ def _reject_constant(name: str) -> Any:
 
 
 def _load_report(path: str) -> dict:
-    """Read and validate a report.json; any problem is a StatsInputError naming the file."""
+    """Read and validate a report.json; any problem is an InputError naming the file."""
     from offline_eval.compare import ReportError, validate_report
 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise StatsInputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise StatsInputError(f"{path}: cannot read report: {_one_line(exc.strerror or exc)}") from None
+        raise InputError(f"{path}: cannot read report: {_one_line(exc.strerror or exc)}") from None
     try:
         report = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise StatsInputError(
+        raise InputError(
             f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
     except ValueError as exc:
-        raise StatsInputError(f"{path}: {_one_line(exc)}") from None
+        raise InputError(f"{path}: {_one_line(exc)}") from None
     try:
         validate_report(report)
     except ReportError as exc:
-        raise StatsInputError(f"{path}: not an offline-eval report: {_one_line(exc)}") from None
+        raise InputError(f"{path}: not an offline-eval report: {_one_line(exc)}") from None
     return report
 
 
@@ -62,11 +57,20 @@ def _write(path: str, text: str) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise StatsInputError(f"{path}: cannot write: {_one_line(exc.strerror or exc)}") from None
+        raise InputError(f"{path}: cannot write: {_one_line(exc.strerror or exc)}") from None
 
 
 def _json_text(result: dict) -> str:
     return json.dumps(result, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _emit(result: dict, markdown: str, json_path: str | None, out_path: str | None = None) -> None:
+    """Print ``markdown`` to stdout; also write it to ``out_path`` and ``result`` as JSON to ``json_path``."""
+    click.echo(markdown, nl=False)
+    if out_path:
+        _write(out_path, markdown)
+    if json_path:
+        _write(json_path, _json_text(result))
 
 
 # --------------------------------------------------------------------------------------- compare
@@ -116,15 +120,10 @@ def compare_cmd(
     try:
         result = compare_reports(base_report, new_report, alpha=alpha)
     except ReportError as exc:  # pragma: no cover - _load_report validated both already
-        raise StatsInputError(_one_line(exc)) from None
+        raise InputError(_one_line(exc)) from None
     result["base_path"] = base
     result["new_path"] = new
-    markdown = render_compare_markdown(result)
-    click.echo(markdown, nl=False)
-    if out_path:
-        _write(out_path, markdown)
-    if json_path:
-        _write(json_path, _json_text(result))
+    _emit(result, render_compare_markdown(result), json_path, out_path)
     if fail_on_regression and result["regressed"]:
         click.echo(f"regressed: {', '.join(result['regressed'])}", err=True)
         click.get_current_context().exit(EXIT_REGRESSED)
@@ -139,9 +138,9 @@ def _parse_maps(maps: tuple[str, ...]) -> dict[str, str]:
         metric, sep, field = item.partition("=")
         metric, field = metric.strip(), field.strip()
         if not sep or not metric or not field:
-            raise StatsInputError(f"--map {item!r}: expected METRIC=LABEL_FIELD, e.g. faithfulness=faithful")
+            raise InputError(f"--map {item!r}: expected METRIC=LABEL_FIELD, e.g. faithfulness=faithful")
         if metric in mapping:
-            raise StatsInputError(f"--map: metric {metric!r} is mapped twice")
+            raise InputError(f"--map: metric {metric!r} is mapped twice")
         mapping[metric] = field
     return mapping
 
@@ -209,24 +208,21 @@ def agreement_cmd(
     from offline_eval.compare import ReportError
 
     if not math.isfinite(threshold):
-        raise StatsInputError(f"--threshold must be a finite number, got {threshold!r}")
+        raise InputError(f"--threshold must be a finite number, got {threshold!r}")
     mapping = _parse_maps(maps)
     report_data = _load_report(report)
     try:
         labels = load_labels(labels_path)
     except LabelsError as exc:
-        raise StatsInputError(_one_line(exc)) from None
+        raise InputError(_one_line(exc)) from None
     try:
         result = agreement(report_data, labels, mapping, fixed_threshold=threshold, include_ppi=with_ppi)
     except LabelsError as exc:
-        raise StatsInputError(f"{labels_path}: {_one_line(exc)}") from None
+        raise InputError(f"{labels_path}: {_one_line(exc)}") from None
     except ReportError as exc:
-        raise StatsInputError(f"{report}: {_one_line(exc)}") from None
+        raise InputError(f"{report}: {_one_line(exc)}") from None
     except ValueError as exc:
-        raise StatsInputError(_one_line(exc)) from None
+        raise InputError(_one_line(exc)) from None
     result["report_path"] = report
     result["labels_path"] = labels_path
-    markdown = render_agreement_markdown(result)
-    click.echo(markdown, nl=False)
-    if json_path:
-        _write(json_path, _json_text(result))
+    _emit(result, render_agreement_markdown(result), json_path)

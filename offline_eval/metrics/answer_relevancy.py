@@ -68,7 +68,8 @@ class AnswerRelevancy:
         gen[mask] = vectors[len(questions):]
         means, sims = scoring.mean_cosine(query, gen, mask)
         noncommittal = np.array([evidence[i].data["noncommittal"] for i in ok])
-        values = np.where(noncommittal, 0.0, means)
+        # A negative mean cosine says "unrelated", as 0 does: scores stay in [0, 1].
+        values = np.where(noncommittal, 0.0, np.clip(means, 0.0, 1.0))
         for row, i in enumerate(ok):
             details = {
                 "noncommittal": bool(noncommittal[row]),

@@ -23,18 +23,21 @@ from offline_eval.report.writers import (
     claims_of,
     clip,
     detail_for,
+    failed_and_skipped_checks,
     failed_explanation,
     find_check,
     fmt_ci,
     fmt_count,
     fmt_num,
-    gate_checks,
     gate_of,
     gate_value_label,
+    header_facts,
     is_number,
     metric_names,
     not_computable_reason,
     questions_of,
+    run_of,
+    run_part,
     samples_of,
     score_of,
     text_of,
@@ -158,6 +161,12 @@ def _c(x: float) -> str:
     return f"{x:.1f}"
 
 
+def _vline(cls: str, x: float, top: float, bottom: float, title: str | None = None) -> str:
+    """A vertical SVG marker line at ``x`` from ``top`` down to ``bottom``, with ``title`` as its tooltip."""
+    line = f'<line class="{cls}" x1="{_c(x)}" y1="{top}" x2="{_c(x)}" y2="{_c(bottom)}"'
+    return f"{line}/>" if title is None else f"{line}><title>{title}</title></line>"
+
+
 def _status_span(check: Mapping[str, Any] | None) -> str:
     if check is None:
         return NONE
@@ -211,17 +220,14 @@ def _histogram(report: Mapping[str, Any], metric: str) -> str:
     out.append(f'<text x="{left - 5}" y="{_c(base)}" text-anchor="end">0</text>')
     if threshold is not None and 0 <= threshold <= 1:
         x = left + pw * threshold
-        out.append(f'<line class="thr" x1="{_c(x)}" y1="{top - 6}" x2="{_c(x)}" y2="{_c(base)}"/>')
+        out.append(_vline("thr", x, top - 6, base))
         out.append(
             f'<text class="thr-t" x="{_c(x - 3)}" y="{top - 2}" text-anchor="end">'
             f"threshold {fmt_num(threshold, 2)}</text>"
         )
     if is_number(mean) and math.isfinite(mean) and 0 <= mean <= 1:
         x = left + pw * mean
-        out.append(
-            f'<line class="mean" x1="{_c(x)}" y1="{top}" x2="{_c(x)}" y2="{_c(base)}">'
-            f"<title>mean {fmt_num(mean)}</title></line>"
-        )
+        out.append(_vline("mean", x, top, base, f"mean {fmt_num(mean)}"))
     out.append("</svg>")
     return "".join(out)
 
@@ -269,10 +275,7 @@ def _category_bars(report: Mapping[str, Any], metric: str, categories: list[str]
         out.append(f'<text x="{_c(x)}" y="{_c(base + 14)}" text-anchor="middle">{k / 10:.1f}</text>')
     if threshold is not None and 0 <= threshold <= 1:
         x = label_w + pw * threshold
-        out.append(
-            f'<line class="thr" x1="{_c(x)}" y1="{top}" x2="{_c(x)}" y2="{_c(base)}">'
-            f"<title>threshold {fmt_num(threshold)}</title></line>"
-        )
+        out.append(_vline("thr", x, top, base, f"threshold {fmt_num(threshold)}"))
     out.append("</svg>")
     return "".join(out)
 
@@ -283,28 +286,12 @@ def _category_bars(report: Mapping[str, Any], metric: str, categories: list[str]
 
 
 def _header(report: Mapping[str, Any]) -> str:
-    gate = gate_of(report)
-    passed = gate.get("passed")
+    passed = gate_of(report).get("passed")
     cls, title = {True: ("passed", "✔ Gate passed"), False: ("failed", "✘ Gate failed")}.get(
         passed, ("", "offline-eval report")
     )
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
-    data = run.get("data") if isinstance(run.get("data"), Mapping) else {}
-    judge = run.get("judge") if isinstance(run.get("judge"), Mapping) else {}
-    facts = []
-    if data.get("path"):
-        facts.append(f"<code>{_h(data.get('path'))}</code>")
-    if "n_evaluated" in data:
-        fact = f"{fmt_count(data.get('n_evaluated'))} of {fmt_count(data.get('n_records'))} records evaluated"
-        if data.get("n_skipped"):
-            fact += f" ({fmt_count(data.get('n_skipped'))} skipped)"
-        facts.append(fact)
-    else:
-        facts.append(f"{len(samples_of(report))} samples")
-    if judge.get("name"):
-        facts.append(f"judge {_h(judge.get('name'))}")
-    if gate.get("gate_on"):
-        facts.append(f"gate on {_h(gate_value_label(report))}")
+    run = run_of(report)
+    facts = header_facts(report, _h, "<code>{}</code>", " ({} skipped)")
     return (
         f'<header class="verdict {cls}"><h1>{title}</h1>'
         f'<p class="meta">{_h(run.get("tool") or "offline-eval")} {_h(run.get("version") or "")} · '
@@ -331,14 +318,7 @@ def _summary(report: Mapping[str, Any], metrics: list[str]) -> str:
 
 
 def _gates(report: Mapping[str, Any]) -> str:
-    checks = gate_checks(report)
-    failed = [c for c in checks if c.get("status") == "failed"]
-    skipped = [c for c in checks if c.get("status") == "skipped"]
-    if not checks:
-        names = [n for n in gate_of(report).get("failed") or [] if isinstance(n, str)]
-        failed = [
-            {"metric": n.rsplit("/", 1)[-1], "category": n.rsplit("/", 1)[0] if "/" in n else None} for n in names
-        ]
+    failed, skipped = failed_and_skipped_checks(report)
     out = []
     value_label = gate_value_label(report)
     if failed:
@@ -422,25 +402,18 @@ def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric:
         return f'{head} <span class="v na">not computable</span></h4><p class="nc">{_h(reason)}</p>'
     detail = detail_for(sample, metric)
     body = ""
-    if metric == "faithfulness":
-        claims = claims_of(detail)
-        counts = f"{fmt_count(detail.get('n_supported'))} of {fmt_count(detail.get('n_claims'))}"
-        head += f" <small>({counts} claims supported)</small>"
-        items = [
-            f"<li>{_verdict(c.get('verdict') == 'supported', text_of(c.get('verdict')))}{_h(c.get('text'))}</li>"
-            for c in claims
-        ]
-        body = f"<ul>{''.join(items)}</ul>" if items else "<p>no claims</p>"
-    elif metric == "context_recall":
-        claims = claims_of(detail)
-        counts = f"{fmt_count(detail.get('n_covered'))} of {fmt_count(detail.get('n_claims'))}"
-        head += f" <small>({counts} reference claims covered)</small>"
-        items = [
-            f"<li>{_verdict(c.get('verdict') == 'covered', text_of(c.get('verdict')).replace('_', ' '))}"
-            f"{_h(c.get('text'))}</li>"
-            for c in claims
-        ]
-        body = f"<ul>{''.join(items)}</ul>" if items else "<p>no reference claims</p>"
+    if metric in ("faithfulness", "context_recall"):
+        # The verdict that counts towards the score (its tally is detail["n_<verdict>"]), and what the claims are.
+        good, noun = ("supported", "claims") if metric == "faithfulness" else ("covered", "reference claims")
+        counts = f"{fmt_count(detail.get(f'n_{good}'))} of {fmt_count(detail.get('n_claims'))}"
+        head += f" <small>({counts} {noun} {good})</small>"
+        items = []
+        for c in claims_of(detail):
+            label = text_of(c.get("verdict"))
+            if metric == "context_recall":
+                label = label.replace("_", " ")  # not_covered -> not covered
+            items.append(f"<li>{_verdict(c.get('verdict') == good, label)}{_h(c.get('text'))}</li>")
+        body = f"<ul>{''.join(items)}</ul>" if items else f"<p>no {noun}</p>"
     elif metric == "answer_relevancy":
         if detail.get("noncommittal"):
             head += ' <span class="v bad">noncommittal</span>'
@@ -535,9 +508,9 @@ def _skipped(report: Mapping[str, Any]) -> str:
 
 
 def _run_info(report: Mapping[str, Any]) -> str:
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    run = run_of(report)
     items: list[tuple[str, str]] = []
-    judge = run.get("judge") if isinstance(run.get("judge"), Mapping) else {}
+    judge = run_part(report, "judge")
     if judge:
         items.append(
             (
@@ -546,13 +519,13 @@ def _run_info(report: Mapping[str, Any]) -> str:
                 f" · sha256 <code>{_h(judge.get('sha256') or NONE)}</code>",
             )
         )
-    embedders = run.get("embedders") if isinstance(run.get("embedders"), Mapping) else {}
+    embedders = run_part(report, "embedders")
     for lang in sorted(embedders):
         emb = embedders[lang] if isinstance(embedders[lang], Mapping) else {}
         items.append(
             (f"embedder ({_h(lang)})", f"{_h(emb.get('name'))} · sha256 <code>{_h(emb.get('sha256') or NONE)}</code>")
         )
-    data = run.get("data") if isinstance(run.get("data"), Mapping) else {}
+    data = run_part(report, "data")
     if data:
         items.append(
             ("data", f"<code>{_h(data.get('path'))}</code> · sha256 <code>{_h(data.get('sha256') or NONE)}</code>")
@@ -560,10 +533,10 @@ def _run_info(report: Mapping[str, Any]) -> str:
     for key in ("seed", "language"):
         if key in run:
             items.append((key, _h(run.get(key))))
-    params = run.get("params") if isinstance(run.get("params"), Mapping) else {}
+    params = run_part(report, "params")
     if params:
         items.append(("params", " · ".join(f"{_h(k)} {_h(params[k])}" for k in sorted(params))))
-    usage = run.get("usage") if isinstance(run.get("usage"), Mapping) else {}
+    usage = run_part(report, "usage")
     if usage:
         items.append(
             (

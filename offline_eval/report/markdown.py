@@ -13,16 +13,19 @@ from offline_eval.report.writers import (
     check_label,
     clip,
     evidence,
+    failed_and_skipped_checks,
     failed_explanation,
     find_check,
     fmt_ci,
     fmt_count,
     fmt_num,
-    gate_checks,
     gate_of,
     gate_value_label,
+    header_facts,
     metric_names,
     not_computable_reason,
+    run_of,
+    run_part,
     samples_of,
     score_of,
     text_of,
@@ -73,31 +76,14 @@ def _status(check: Mapping[str, Any] | None) -> str:
 
 
 def _header(report: Mapping[str, Any]) -> list[str]:
-    gate = gate_of(report)
-    passed = gate.get("passed")
+    passed = gate_of(report).get("passed")
     if passed is True:
         title = "## ✅ offline-eval: gate passed"
     elif passed is False:
         title = "## ❌ offline-eval: gate failed"
     else:
         title = "## offline-eval report"
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
-    data = run.get("data") if isinstance(run.get("data"), Mapping) else {}
-    judge = run.get("judge") if isinstance(run.get("judge"), Mapping) else {}
-    facts = []
-    if data.get("path"):
-        facts.append(f"data {md_text(data.get('path'))}")
-    if "n_evaluated" in data:
-        counted = f"{fmt_count(data.get('n_evaluated'))} of {fmt_count(data.get('n_records'))} records evaluated"
-        if data.get("n_skipped"):
-            counted += f", {fmt_count(data.get('n_skipped'))} skipped"
-        facts.append(counted)
-    else:
-        facts.append(f"{len(samples_of(report))} samples")
-    if judge.get("name"):
-        facts.append(f"judge {md_text(judge.get('name'))}")
-    if gate.get("gate_on"):
-        facts.append(f"gate on {gate_value_label(report)}")
+    facts = header_facts(report, md_text, "data {}", ", {} skipped")
     return [title, "", " · ".join(facts), ""]
 
 
@@ -125,14 +111,7 @@ def _summary(report: Mapping[str, Any], metrics: list[str]) -> list[str]:
 
 
 def _gate_section(report: Mapping[str, Any]) -> list[str]:
-    checks = gate_checks(report)
-    failed = [c for c in checks if c.get("status") == "failed"]
-    skipped = [c for c in checks if c.get("status") == "skipped"]
-    if not checks:  # older or hand-made reports: only the list of failed names
-        names = [n for n in gate_of(report).get("failed") or [] if isinstance(n, str)]
-        failed = [
-            {"metric": n.rsplit("/", 1)[-1], "category": n.rsplit("/", 1)[0] if "/" in n else None} for n in names
-        ]
+    failed, skipped = failed_and_skipped_checks(report)
     lines: list[str] = []
     if failed:
         lines += ["### Failed gates", ""]
@@ -251,16 +230,16 @@ def _skipped_section(report: Mapping[str, Any]) -> list[str]:
 
 
 def _footer(report: Mapping[str, Any]) -> list[str]:
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    run = run_of(report)
     parts = []
     if run.get("tool") or run.get("version"):
         parts.append(md_text(f"{run.get('tool') or 'offline-eval'} {run.get('version') or ''}".strip()))
-    judge = run.get("judge") if isinstance(run.get("judge"), Mapping) else {}
+    judge = run_part(report, "judge")
     if judge.get("sha256"):
         parts.append(f"judge sha256 {md_text(str(judge.get('sha256'))[:12])}…")
     if "seed" in run:
         parts.append(f"seed {md_text(run.get('seed'))}")
-    usage = run.get("usage") if isinstance(run.get("usage"), Mapping) else {}
+    usage = run_part(report, "usage")
     if "judge_calls" in usage:
         parts.append(f"{fmt_count(usage.get('judge_calls'))} judge calls")
     return [f"<sub>{' · '.join(parts)}</sub>"] if parts else []

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,12 +126,38 @@ def categories_of(report: Mapping[str, Any]) -> list[str]:
     return sorted(str(c) for c in _mapping(report.get("by_category")).keys())
 
 
+def run_of(report: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _mapping(report.get("run"))
+
+
+def run_part(report: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """One mapping inside the report's ``run`` ("data", "judge", "usage", ...); {} when absent."""
+    return _mapping(run_of(report).get(key))
+
+
 def gate_of(report: Mapping[str, Any]) -> Mapping[str, Any]:
     return _mapping(report.get("gate"))
 
 
 def gate_checks(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [c for c in _list(gate_of(report).get("checks")) if isinstance(c, Mapping)]
+
+
+def failed_and_skipped_checks(
+    report: Mapping[str, Any],
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """The gate checks that failed and those that were skipped. A report without checks (older or
+    hand-made) has only the list of failed names ("metric" or "category/metric"): those become
+    checks with just a metric and a category."""
+    checks = gate_checks(report)
+    failed = [c for c in checks if c.get("status") == "failed"]
+    skipped = [c for c in checks if c.get("status") == "skipped"]
+    if not checks:
+        names = [n for n in gate_of(report).get("failed") or [] if isinstance(n, str)]
+        failed = [
+            {"metric": n.rsplit("/", 1)[-1], "category": n.rsplit("/", 1)[0] if "/" in n else None} for n in names
+        ]
+    return failed, skipped
 
 
 def threshold_for(report: Mapping[str, Any], metric: str) -> float | None:
@@ -165,6 +191,32 @@ def failed_explanation(check: Mapping[str, Any]) -> str:
     else the product's sentence for its metric."""
     reason = check.get("reason")
     return str(reason) if reason else explanation(str(check.get("metric", "")))
+
+
+def header_facts(report: Mapping[str, Any], esc: Callable[[Any], str], path_fmt: str, skipped_fmt: str) -> list[str]:
+    """The facts under a report's title, in order: the data file, how many records were evaluated
+    (or, without those counts, how many samples), the judge, and what the gate compares.
+
+    ``esc`` makes user text safe for the format; ``path_fmt`` shows the (escaped) data path and
+    ``skipped_fmt`` the number of skipped records, each through ``str.format`` with one ``{}``.
+    """
+    data = run_part(report, "data")
+    judge = run_part(report, "judge")
+    facts = []
+    if data.get("path"):
+        facts.append(path_fmt.format(esc(data.get("path"))))
+    if "n_evaluated" in data:
+        fact = f"{fmt_count(data.get('n_evaluated'))} of {fmt_count(data.get('n_records'))} records evaluated"
+        if data.get("n_skipped"):
+            fact += skipped_fmt.format(fmt_count(data.get("n_skipped")))
+        facts.append(fact)
+    else:
+        facts.append(f"{len(samples_of(report))} samples")
+    if judge.get("name"):
+        facts.append(f"judge {esc(judge.get('name'))}")
+    if gate_of(report).get("gate_on"):
+        facts.append(f"gate on {esc(gate_value_label(report))}")
+    return facts
 
 
 def aggregate_for(report: Mapping[str, Any], metric: str, category: str | None = None) -> Mapping[str, Any]:
