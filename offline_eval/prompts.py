@@ -89,23 +89,37 @@ def verify_claims(claims: Sequence[str], lang: str) -> str:
     )
 
 
-def generate_questions(answer: str, n_questions: int, lang: str) -> str:
-    """Questions the answer would answer (from the answer alone), and whether it is noncommittal."""
+def answer_block(answer: str, lang: str) -> str:
+    """The shared prefix of a sample's answer-only calls (questions, evasiveness)."""
+    head = "待评估的回答：" if lang == "zh" else "The answer to evaluate:"
+    return f"{head}\n<answer>\n{defuse(answer)}\n</answer>\n\n"
+
+
+def generate_questions(n_questions: int, lang: str) -> str:
+    """Questions the answer above would answer (from the answer alone, never the real question)."""
     if lang == "zh":
         return (
-            f"<answer>\n{defuse(answer)}\n</answer>\n\n"
             f"请写出 {n_questions} 个不同的问题，使上面这段回答正好能回答它们。每个问题都必须是以“？”结尾的"
-            "疑问句，问的是回答里给出的信息，不要照抄回答。用中文提问。\n"
-            "然后判断 noncommittal：只有当回答回避问题、说“不知道”、或者没有给出任何实质信息时，才答 \"yes\"；"
-            "只要回答给出了实质信息，就答 \"no\"。"
+            "疑问句，问的是回答里给出的信息，不要照抄回答。用中文提问。"
         )
     return (
-        f"<answer>\n{defuse(answer)}\n</answer>\n\n"
         f"Write {n_questions} different questions that the answer above answers directly. Each must be a "
         "real question ending with a question mark that asks for the information the answer gives; do not "
-        "copy the answer. Ask them in English.\n"
-        "Then noncommittal: \"yes\" only if the answer avoids giving information (for example \"I don't "
-        "know\", \"it depends\", \"I can't help with that\"); \"no\" if it gives any substantive information."
+        "copy the answer. Ask them in English."
+    )
+
+
+def classify_answer(lang: str) -> str:
+    """Is the answer above evasive (noncommittal) or informative? A call of its own: asked in the same
+    call as the questions, the 1.5B judge flagged plain informative answers as noncommittal."""
+    if lang == "zh":
+        return (
+            "判断上面这段回答的类型 answer_kind：如果回答说“不知道”、拒绝回答，或者没有给出任何具体信息，"
+            "就是 \"evasive\"；如果回答给出了具体信息（不论对错），就是 \"informative\"。"
+        )
+    return (
+        "Classify the answer above. \"informative\": it states at least one concrete fact, step or number "
+        "(right or wrong). \"evasive\": it only says it does not know, refuses, or stays vague."
     )
 
 
@@ -181,14 +195,20 @@ def verdict_budget(n: int) -> int:
 
 
 def questions_schema(n: int) -> dict:
-    # Questions first, then the flag: the judge has read the answer closely by the time it decides.
     return {
         "type": "object",
         "properties": {
             "questions": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 160},
                           "minItems": n, "maxItems": n},
-            "noncommittal": VERDICT,
         },
-        "required": ["questions", "noncommittal"],
+        "required": ["questions"],
         "additionalProperties": False,
     }
+
+
+ANSWER_KIND_SCHEMA = {
+    "type": "object",
+    "properties": {"answer_kind": {"type": "string", "enum": ["informative", "evasive"]}},
+    "required": ["answer_kind"],
+    "additionalProperties": False,
+}

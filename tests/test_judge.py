@@ -44,8 +44,10 @@ def _requests(lang: str):
                            prompts.claims_schema(2), 64 * 2 + 32, "faithfulness")
         yield JudgeRequest(prompts.SYSTEM[lang], prompts.context_block([(1, text), (2, "Paris is in France.")], lang),
                            prompts.verify_claims(claims, lang), VERDICTS_2, prompts.verdict_budget(2), "faithfulness")
-        yield JudgeRequest(prompts.SYSTEM[lang], "", prompts.generate_questions(text, 1, lang),
+        yield JudgeRequest(prompts.SYSTEM[lang], prompts.answer_block(text, lang), prompts.generate_questions(1, lang),
                            prompts.questions_schema(1), 92, "answer_relevancy")
+        yield JudgeRequest(prompts.SYSTEM[lang], prompts.answer_block(text, lang), prompts.classify_answer(lang),
+                           prompts.ANSWER_KIND_SCHEMA, 16, "answer_relevancy")
         yield JudgeRequest(prompts.SYSTEM[lang], prompts.chunk_question("Where is Paris?", text, lang, basis_is_reference=True),
                            prompts.judge_chunk(text, lang), USEFUL, prompts.verdict_budget(1), "context_precision")
 
@@ -66,7 +68,8 @@ def test_every_schema_gives_valid_output_on_hostile_text(tiny_judge):
     # Verdict schemas are tight: they must always close. Free-text schemas may only fail loudly.
     assert counts[json.dumps(VERDICTS_2, sort_keys=True)] == 20
     assert counts[json.dumps(USEFUL, sort_keys=True)] == 20
-    assert sum(counts.values()) >= 70
+    assert counts[json.dumps(prompts.ANSWER_KIND_SCHEMA, sort_keys=True)] == 20
+    assert sum(counts.values()) >= 90
 
 
 def test_fixed_length_verdicts_belong_to_claims_by_position(tiny_judge):
@@ -110,8 +113,8 @@ for claims in (["The tower is in Paris.", "It was built in 1920."], ["Bananas ar
     r = judge.judge(JudgeRequest(prompts.SYSTEM["en"], ctx, prompts.verify_claims(claims, "en"),
                                  prompts.verdicts_schema(prompts.claim_keys(len(claims))), 40, "f"))
     out.append(r.raw)
-r = judge.judge(JudgeRequest(prompts.SYSTEM["en"], "", prompts.generate_questions("Paris is the capital of France.", 2, "en"),
-                             prompts.questions_schema(2), 152, "a"))
+r = judge.judge(JudgeRequest(prompts.SYSTEM["en"], prompts.answer_block("Paris is the capital of France.", "en"),
+                             prompts.generate_questions(2, "en"), prompts.questions_schema(2), 152, "a"))
 out.append(r.raw)
 print(json.dumps(out))
 """

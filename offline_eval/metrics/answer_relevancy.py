@@ -1,7 +1,7 @@
 """Answer relevancy: does the answer address the question that was asked?
 
-Judge: from the answer alone, generate ``n_questions`` questions it would answer, and ask whether it is
-noncommittal (1 call). Score = mean cosine(question, generated_i) with the sample's embedder; a
+Judge: from the answer alone, generate ``n_questions`` questions it would answer (1 call), and ask
+whether it is noncommittal (1 short call sharing the answer as prefix). Score = mean cosine(question, generated_i) with the sample's embedder; a
 noncommittal answer ("I don't know", "我不知道", evasions) scores 0.
 """
 
@@ -29,22 +29,18 @@ class AnswerRelevancy:
         if reason:
             return Evidence(not_computable=reason)
         n = ctx.config.n_questions
-        request = JudgeRequest(
-            system=prompts.SYSTEM[ctx.lang],
-            shared="",
-            task=prompts.generate_questions(ctx.sample.answer, n, ctx.lang),
-            schema=prompts.questions_schema(n),
-            max_tokens=60 * n + 32,
-            metric=self.name,
-        )
+        shared = prompts.answer_block(ctx.sample.answer, ctx.lang)
 
         def step() -> Evidence:
-            value = ctx.ask(request)
+            generated = ctx.ask(JudgeRequest(prompts.SYSTEM[ctx.lang], shared, prompts.generate_questions(n, ctx.lang),
+                                             prompts.questions_schema(n), 60 * n + 32, self.name))
+            kind = ctx.ask(JudgeRequest(prompts.SYSTEM[ctx.lang], shared, prompts.classify_answer(ctx.lang),
+                                        prompts.ANSWER_KIND_SCHEMA, 16, self.name))
             # A small judge sometimes repeats a question; a repeat would weigh its similarity twice.
-            questions = list(dict.fromkeys(q.strip() for q in value["questions"] if q.strip()))
+            questions = list(dict.fromkeys(q.strip() for q in generated["questions"] if q.strip()))
             if not questions:
                 return Evidence(not_computable="the judge generated no question")
-            return Evidence({"questions": questions, "noncommittal": value["noncommittal"] == "yes",
+            return Evidence({"questions": questions, "noncommittal": kind["answer_kind"] == "evasive",
                              "lang": ctx.lang})
 
         return judged(self.name, step)
