@@ -10,3 +10,7 @@ for _name, _value in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ[_name] = _value
+
+# Quiet by default (a user's own setting wins): model loading prints one line of ours, not progress bars.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

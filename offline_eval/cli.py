@@ -13,6 +13,8 @@ from offline_eval import __version__, _offline  # noqa: F401
 from offline_eval.errors import InputError
 
 EXIT_PASSED, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_INTERRUPTED = 130  # the shell's convention for Ctrl-C; never 1, which means "gate failed"
+INTERRUPTED = "interrupted: the judge calls already made are cached; run the same command again to resume."
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -201,12 +203,16 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
     except ModelError as exc:
         raise InputError(str(exc)) from None
     progress = console.progress_printer(quiet=quiet)
-    result = evaluate_samples(
-        loaded.samples, config, judge=judge, embedders=embedders,
-        data_info=file_info(data, loaded.n_records, len(loaded.samples), len(loaded.skipped)),
-        skipped_records=[{"location": s.location, "problems": list(s.problems)} for s in loaded.skipped],
-        on_progress=progress,
-    )
+    try:
+        result = evaluate_samples(
+            loaded.samples, config, judge=judge, embedders=embedders,
+            data_info=file_info(data, loaded.n_records, len(loaded.samples), len(loaded.skipped)),
+            skipped_records=[{"location": s.location, "problems": list(s.problems)} for s in loaded.skipped],
+            on_progress=progress,
+        )
+    except KeyboardInterrupt:
+        click.echo(f"\n{INTERRUPTED}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     written = write_reports(result.report, out_dir, formats)
     tmp = out_dir / "timing.json.tmp"
     tmp.write_text(json.dumps(result.timing, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -228,8 +234,4 @@ _register_stats_commands()
 
 
 def main() -> None:
-    try:
-        cli.main(prog_name="offline-eval")
-    except KeyboardInterrupt:
-        click.echo("\ninterrupted: finished judge calls are cached; run the same command again to resume.", err=True)
-        sys.exit(130)
+    cli.main(prog_name="offline-eval")

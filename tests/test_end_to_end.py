@@ -131,3 +131,24 @@ def test_killed_run_resumes_and_ends_with_the_same_report(cold_run, tmp_path):
     timing = json.loads((tmp_path / "out" / "timing.json").read_text())
     assert timing["cache_hits"] >= 6
     assert (tmp_path / "out" / "report.json").read_bytes() == (base / "out" / "report.json").read_bytes()
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
+    home = tmp_path / "home"
+    proc = subprocess.Popen(_cmd(tmp_path / "out"), env=_env(home), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    cache = home / "judge-cache.sqlite"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+        try:
+            if cache.exists() and sqlite3.connect(cache).execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0] >= 2:
+                break
+        except sqlite3.Error:
+            continue
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "run the same command again to resume" in stderr
+    assert "Traceback" not in stderr
