@@ -182,7 +182,7 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
     from offline_eval.data import DatasetError, load_samples
     from offline_eval.modelstore import ModelError
     from offline_eval.report.writers import write_reports
-    from offline_eval.runner import EmbedderSet, evaluate_samples, file_info, load_judge
+    from offline_eval.runner import EmbedderSet, evaluate_samples, file_info, load_judge, sample_language
 
     try:
         loaded = load_samples(data, skip_invalid=skip_invalid)
@@ -196,9 +196,7 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
         judge = load_judge(config, echo=say)
         embedders = EmbedderSet(config.embedder)
         if "answer_relevancy" in config.metrics:
-            from offline_eval.runner import _sample_language
-
-            for lang in sorted({_sample_language(s, config) for s in loaded.samples}):
+            for lang in sorted({sample_language(s, config) for s in loaded.samples}):
                 embedders.for_language(lang)  # load (and verify) up front: fail before hours of judging
     except ModelError as exc:
         raise InputError(str(exc)) from None

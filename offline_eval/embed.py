@@ -8,7 +8,6 @@ Universal Sentence Encoder Multilingual v3 (a pure NumPy port), wrapped behind t
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -85,7 +84,3 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """All cosines between rows of two normalised matrices, as one product."""
     return np.clip(a @ b.T, -1.0, 1.0)
 
-
-def embed_folder(path: Path) -> bool:
-    """True when a folder looks like a sentence-transformers model."""
-    return (path / "modules.json").exists() or (path / "config_sentence_transformers.json").exists()

@@ -281,7 +281,7 @@ def _resolve_path(path: Path, role: Role) -> ResolvedModel:
             if fh.read(4) != b"GGUF":
                 raise ModelError(f"judge {path}: not a GGUF file (bad magic bytes)")
         return ResolvedModel(path.stem, path, sha256_of(path), "gguf")
-    if not path.is_dir():
-        raise ModelError(f"embedder {path}: expected a sentence-transformers model folder")
+    if not path.is_dir() or not ((path / "modules.json").exists() or (path / "config.json").exists()):
+        raise ModelError(f"embedder {path}: expected a sentence-transformers model folder (with modules.json)")
     weights = next((path / n for n in ("model.safetensors", "pytorch_model.bin") if (path / n).exists()), None)
     return ResolvedModel(path.name, path, sha256_of(weights) if weights else None, "sentence-transformers")

@@ -116,7 +116,8 @@ class EmbedderSet:
         return out
 
 
-def _sample_language(sample: Sample, config: EvalConfig) -> str:
+def sample_language(sample: Sample, config: EvalConfig) -> str:
+    """The forced language, or the one detected from the question and answer."""
     return detect_language(sample.question, sample.answer) if config.language == "auto" else config.language
 
 
@@ -137,7 +138,7 @@ def evaluate_samples(
     usage: dict[str, Usage] = defaultdict(Usage)
     langs: list[str] = []
     for i, sample in enumerate(samples):
-        lang = _sample_language(sample, config)
+        lang = sample_language(sample, config)
         langs.append(lang)
         ctx = SampleContext(sample=sample, lang=lang, judge=judge, config=config, usage=usage)
         for metric in metrics:

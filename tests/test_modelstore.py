@@ -228,6 +228,9 @@ def test_resolve_embedder_folder(store):
     folder = store["tmp"] / "my-embedder"
     folder.mkdir()
     (folder / "model.safetensors").write_bytes(b"tensors")
+    with pytest.raises(ModelError, match="modules.json"):
+        modelstore.resolve(str(folder), "embedder")  # weights alone are not a model folder
+    (folder / "modules.json").write_text("[]")
     resolved = modelstore.resolve(str(folder), "embedder")
     assert resolved.name == "my-embedder"
     assert resolved.sha256 == hashlib.sha256(b"tensors").hexdigest()

@@ -43,7 +43,7 @@ class AnswerRelevancy:
             return Evidence({"questions": questions, "noncommittal": kind["answer_kind"] == "evasive",
                              "lang": ctx.lang})
 
-        return judged(self.name, step)
+        return judged(step)
 
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn) -> list[Outcome]:
         ok = [i for i, e in enumerate(evidence) if not e.not_computable]

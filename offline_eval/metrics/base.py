@@ -11,7 +11,7 @@ A metric works in two phases so that the run can be fast and the math stays pure
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -181,7 +181,7 @@ def verify_claims(ctx: SampleContext, claims: Sequence[str], *, metric: str) -> 
     return supported, truncated
 
 
-def judged(metric: str, step) -> Evidence:
+def judged(step: Callable[[], Evidence]) -> Evidence:
     """Run a metric's judge step, turning a judge failure into a stated not-computable reason."""
     try:
         return step()
@@ -240,7 +240,7 @@ class ClaimCoverage:
             return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
                              "dropped_claims": dropped})
 
-        return judged(self.name, step)
+        return judged(step)
 
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: Any = None) -> list[Outcome]:
         from offline_eval import scoring

@@ -58,7 +58,7 @@ class ContextPrecision:
             return Evidence({"relevant": relevant, "truncated_chunks": truncated,
                              "basis": "reference" if reference else "answer"})
 
-        return judged(self.name, step)
+        return judged(step)
 
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: Any = None) -> list[Outcome]:
         relevant, mask = scoring.pad([e.data.get("relevant", []) for e in evidence], dtype=bool)
