@@ -47,8 +47,9 @@ class ContextPrecision:
         def step() -> Evidence:
             relevant: list[bool] = []
             truncated: list[int] = []
+            shared_tokens = ctx.judge.count_tokens(shared)  # the same for every chunk of the sample
             for rank, chunk in enumerate(sample.contexts, 1):
-                room = ctx.judge.room_for_shared(request(chunk)) - ctx.judge.count_tokens(shared)
+                room = ctx.judge.room_for_shared(request(chunk)) - shared_tokens
                 if room < 0:
                     # The chunk alone overflows the judge's window: judge as much of it as fits, and say so.
                     keep = max(1, int(len(chunk) * (1 + room / max(ctx.judge.count_tokens(chunk), 1)) * 0.9))
