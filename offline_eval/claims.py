@@ -6,7 +6,8 @@ slots, inventing facts the answer never stated (then judged some of them "suppor
 - ``claim_budget`` caps the number of claims by the number of clauses in the text: a one-sentence
   answer cannot hold ten facts, and the grammar's ``maxItems`` then stops the padding.
 - ``grounded`` drops a claim whose content words mostly do not occur in the text it was extracted
-  from, or that has no content word at all. Dropped claims are reported, never silently lost, and never enter the score.
+  from (or in the question, whose words a self-contained claim restates), that takes nothing from
+  the text itself, or that has no content word at all. Dropped claims are reported, never silently lost, and never enter the score.
 """
 
 from __future__ import annotations
@@ -38,15 +39,20 @@ def _content_units(text: str) -> set[str]:
     return units
 
 
-def grounded(claim: str, source: str, *, min_overlap: float = 0.5) -> bool:
-    """True when at least ``min_overlap`` of the claim's content units occur in ``source``.
+def grounded(claim: str, source: str, *, question: str = "", min_overlap: float = 0.5) -> bool:
+    """True when at least ``min_overlap`` of the claim's content units occur in ``source`` or ``question``,
+    and at least one occurs in ``source``.
 
     Paraphrase keeps most content words (names, numbers, nouns); an invented fact brings new ones.
-    A claim with no content unit at all ("e", "It is so.") states nothing checkable and is dropped:
-    the fast judge, on ARES dev, split an answer into the "claims" "e", "l", "i".
+    The question counts because claims are asked to stand alone: the reference "Okta, Azure AD and
+    Google Workspace (SAML 2.0)" becomes "Okta supports single sign-on", with "single sign-on" from the
+    question (without it, that claim was dropped). A claim made only of the question's words restates
+    the question and states nothing from the text: dropped. So is a claim with no content unit at all
+    ("e", "It is so."): the fast judge, on ARES dev, split an answer into the "claims" "e", "l", "i".
     """
     units = _content_units(claim)
     if not units:
         return False
-    present = _content_units(source)
-    return len(units & present) / len(units) >= min_overlap
+    in_source = units & _content_units(source)
+    present = in_source | (units & _content_units(question))
+    return bool(in_source) and len(present) / len(units) >= min_overlap

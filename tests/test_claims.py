@@ -24,6 +24,15 @@ def test_grounded_in_chinese_uses_character_bigrams():
     assert not grounded("长城由秦始皇一次性建成", source)
 
 
+def test_grounded_accepts_the_questions_words_but_not_only_them():
+    reference = "Okta, Azure AD and Google Workspace (SAML 2.0), Enterprise plan only."
+    question = "Which identity providers are supported for single sign-on?"
+    assert not grounded("Okta supports single sign-on.", reference)
+    assert grounded("Okta supports single sign-on.", reference, question=question)
+    assert not grounded("Identity providers are supported for single sign-on.", reference, question=question)
+    assert not grounded("Auth0 and Keycloak support LDAP federation.", reference, question=question)
+
+
 def test_claim_without_content_words_is_dropped():
     assert not grounded("e", "The Delta Live Tables CLI has subcommands.")
     assert not grounded("It is so.", "anything")

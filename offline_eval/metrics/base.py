@@ -108,7 +108,7 @@ def extract_claims(ctx: SampleContext, text: str, *, source: str, max_claims: in
     )
     # Exact repeats and blank strings go; the count of claims *sent* on is what scores divide by.
     unique = list(dict.fromkeys(c.strip() for c in ctx.ask(request)["claims"] if c.strip()))
-    kept = [c for c in unique if grounded(c, text)]
+    kept = [c for c in unique if grounded(c, text, question=ctx.sample.question)]
     return kept, [c for c in unique if c not in kept]
 
 
