@@ -57,6 +57,7 @@ def bench(name: str, repeats: int) -> dict:
         cold, warm = [], []
         for r in range(repeats):
             judge._saved_prefixes.clear()
+            judge._saved_stems.clear()
             judge.cache = None
             cold.append(timed(lambda: judge.judge(request(CLAIM_SETS[r % 3]))))
             warm.append(timed(lambda: judge.judge(request(CLAIM_SETS[(r + 1) % 3]))))
@@ -65,17 +66,16 @@ def bench(name: str, repeats: int) -> dict:
 
         # Grammar vs free decoding of the same prompt and the same number of generated tokens.
         req = request(CLAIM_SETS[0])
-        head, tail = judge.render_split(req)
-        tokens = judge._tokens(head, tail)
-        prompt = tokens[0] + tokens[1]
-        out = judge._generate(*tokens, req.schema_json(), req.max_tokens)
+        tokens = judge._tokens(judge.render_split(req))
+        prompt = tokens.head + tokens.tail
+        out = judge._generate(tokens, req.schema_json(), req.max_tokens)
         n_gen = max(1, out[2]["completion_tokens"])
         grammar_s, free_s = [], []
         for _ in range(repeats):
-            judge._restore_prefix(tokens[0])
+            judge._restore_prefix(tokens)
             grammar_s.append(timed(lambda: llm.create_completion(prompt=prompt, max_tokens=n_gen, temperature=0.0,
                                                                 grammar=judge._grammar(req.schema_json()))))
-            judge._restore_prefix(tokens[0])
+            judge._restore_prefix(tokens)
             free_s.append(timed(lambda: llm.create_completion(prompt=prompt, max_tokens=n_gen, temperature=0.0)))
         results["generated_tokens"] = n_gen
         results["grammar_decode_s"] = statistics.median(grammar_s)

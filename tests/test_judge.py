@@ -128,6 +128,33 @@ def test_two_processes_give_byte_identical_outputs():
     assert len(json.loads(runs[0])) == 4
 
 
+def test_system_prompt_evaluated_once_and_call_order_does_not_matter():
+    """The stem (system prompt) is evaluated once per run, a shared context once per sample; outputs are
+    the same whichever order the calls come in (each saved state is always made the same way)."""
+    from tests.conftest import make_judge
+
+    ctx_a = prompts.context_block([(1, "The Eiffel Tower was completed in 1889 in Paris.")], "en")
+    ctx_b = prompts.context_block([(1, "Bananas are yellow when ripe.")], "en")
+    claims = ["The tower is in Paris.", "Bananas are blue."]
+    requests = [JudgeRequest(prompts.SYSTEM["en"], ctx, prompts.verify_claims([c], "en"),
+                             prompts.verdicts_schema(["claim_1"]), 30, "f") for ctx in (ctx_a, ctx_b) for c in claims]
+    requests.append(JudgeRequest(prompts.SYSTEM["en"], "", prompts.extract_claims("Cats purr.", "Do cats purr?", 1, "en",
+                                 source="answer"), prompts.claims_schema(1), 96, "f"))
+    judge = make_judge("tiny", None, n_ctx=2048)
+    forward = [judge.judge(r) for r in requests]
+    tokens = [judge._tokens(judge.render_split(r)) for r in requests]
+    stem = len(tokens[0].stem)
+    assert stem > 20 and all(len(t.stem) == stem for t in tokens)
+    assert forward[0].evaluated_tokens == len(tokens[0])  # first call: stem + context + tail
+    assert forward[1].evaluated_tokens == len(tokens[1].tail)  # same context: only its own part
+    assert forward[2].evaluated_tokens == len(tokens[2].shared) + len(tokens[2].tail)  # new context, stem reused
+    assert forward[4].evaluated_tokens == len(tokens[4].tail)  # no shared text: straight after the stem
+
+    fresh = make_judge("tiny", None, n_ctx=2048)
+    backward = [fresh.judge(r) for r in reversed(requests)][::-1]
+    assert [r.raw for r in backward] == [r.raw for r in forward]
+
+
 def test_context_three_times_the_window_is_split_and_checked(tmp_path):
     """A context 3× the judge's window: claims are checked window by window, nothing overflows."""
     from tests.conftest import make_judge
