@@ -7,7 +7,8 @@ slots, inventing facts the answer never stated (then judged some of them "suppor
   answer cannot hold ten facts, and the grammar's ``maxItems`` then stops the padding.
 - ``grounded`` drops a claim whose content words mostly do not occur in the text it was extracted
   from (or in the question, whose words a self-contained claim restates), that takes nothing from
-  the text itself, or that has no content word at all. Dropped claims are reported, never silently lost, and never enter the score.
+  the text itself, that has no content word at all, or that talks about the text instead of stating
+  its fact ("The reference answer states that ...", which the prompt forbids and the judge still wrote). Dropped claims are reported, never silently lost, and never enter the score.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ import re
 _CLAUSE = re.compile(r"[.!?;:。！？；：\n]+|[,，、]|\b(?:and|but|while|which|whereas)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}|\d+(?:[.,]\d+)*")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_META = re.compile(
+    r"\b(?:the\s+)?(?:reference\s+)?answer\s+(?:states|says|mentions|notes|claims|indicates|explains)\b"
+    r"|(?:参考答案|回答|答案)(?:中)?(?:提到|指出|说|表示|称|写道)",
+    re.IGNORECASE,
+)
 _STOP = frozenset(
     "the and for are was were is has have had its with from that this these those into onto over under "
     "about also can could will would may might must shall should does did not but all any each which "
@@ -47,11 +53,12 @@ def grounded(claim: str, source: str, *, question: str = "", min_overlap: float 
     The question counts because claims are asked to stand alone: the reference "Okta, Azure AD and
     Google Workspace (SAML 2.0)" becomes "Okta supports single sign-on", with "single sign-on" from the
     question (without it, that claim was dropped). A claim made only of the question's words restates
-    the question and states nothing from the text: dropped. So is a claim with no content unit at all
+    the question and states nothing from the text: dropped. So is a claim about the text ("The answer
+    says ..."), unless the text itself talks that way; and a claim with no content unit at all
     ("e", "It is so."): the fast judge, on ARES dev, split an answer into the "claims" "e", "l", "i".
     """
     units = _content_units(claim)
-    if not units:
+    if not units or (_META.search(claim) and not _META.search(source)):
         return False
     in_source = units & _content_units(source)
     present = in_source | (units & _content_units(question))

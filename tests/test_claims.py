@@ -36,3 +36,13 @@ def test_grounded_accepts_the_questions_words_but_not_only_them():
 def test_claim_without_content_words_is_dropped():
     assert not grounded("e", "The Delta Live Tables CLI has subcommands.")
     assert not grounded("It is so.", "anything")
+
+
+def test_claims_about_the_text_itself_are_dropped():
+    reference = "14 days, during which an owner can restore them."
+    question = "How long are deleted projects kept before they are purged?"
+    assert not grounded("The reference answer states that deleted projects are kept for 14 days.", reference,
+                        question=question)
+    assert grounded("Deleted projects are kept for 14 days.", reference, question=question)
+    assert not grounded("参考答案提到 30 天内可以全额退款", "30 天内可全额退款，超过 30 天只能换店铺积分。")
+    assert grounded("30 天内可以全额退款", "30 天内可全额退款，超过 30 天只能换店铺积分。")
