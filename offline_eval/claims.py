@@ -8,7 +8,8 @@ slots, inventing facts the answer never stated (then judged some of them "suppor
 - ``grounded`` drops a claim whose content words mostly do not occur in the text it was extracted
   from (or in the question, whose words a self-contained claim restates), that takes nothing from
   the text itself, that has no content word at all, or that talks about the text instead of stating
-  its fact ("The reference answer states that ...", which the prompt forbids and the judge still wrote). Dropped claims are reported, never silently lost, and never enter the score.
+  its fact ("The reference answer states that ...", which the prompt forbids and the judge still
+  wrote). Dropped claims are reported, never silently lost, and never enter the score.
 """
 
 from __future__ import annotations

@@ -196,10 +196,8 @@ class LlamaJudge:
         size = llama_cpp.llama_state_get_size(ctx)
         buffer = (ctypes.c_uint8 * size)()
         n_bytes = llama_cpp.llama_state_get_data(ctx, buffer, size)
-        data = (ctypes.c_uint8 * n_bytes)()
-        ctypes.memmove(data, buffer, n_bytes)
         n = self._llm.n_tokens
-        return _SavedState(data, n_bytes, self._llm.input_ids[:n].copy(), n)
+        return _SavedState(buffer, n_bytes, self._llm.input_ids[:n].copy(), n)
 
     def _load_state(self, state: _SavedState) -> None:
         import llama_cpp
