@@ -26,9 +26,11 @@ from offline_eval.agreement import agreement, render_agreement_markdown  # noqa:
 
 # Which of our metrics each benchmark's labels speak to.
 MAPPINGS = {
-    "ares": {"faithfulness": "faithfulness", "answer_relevancy": "answer_relevancy"},
+    "ares": {"faithfulness": "faithfulness", "answer_relevancy": "answer_relevancy",
+             "context_precision": "context_relevance"},
     "attributionbench": {"faithfulness": "attributable"},
     "hotpotqa": {"context_precision": "context_precision"},
+    "ocnli": {"faithfulness": "entailed"},
 }
 
 

@@ -28,6 +28,8 @@ NAME                   dev / test                                    labels
                        ``test_all_subset_balanced_sampled500.jsonl``
 ``hotpotqa``           lines 1-250 / 251-500 of                      ``gold_flags`` (0/1 per context),
                        ``dev_subsampled.jsonl``                      ``context_precision`` (AP)
+``ocnli``              lines 1-1500 / 1501-3000 of                   ``entailed`` (1: entailment;
+                       ``ocnli_zh/dev.json`` (label ``-`` left out)  0: neutral or contradiction)
 =====================  ============================================  ===================================
 
 Standard library only, so it runs anywhere the benchmarks are.
@@ -205,10 +207,38 @@ def hotpotqa(root: Path, split: str) -> Iterator[Item]:
         )
 
 
+# --------------------------------------------------------------------------------------------------
+# OCNLI (Chinese NLI dev set): premise as the context, hypothesis as the answer
+# --------------------------------------------------------------------------------------------------
+
+OCNLI_FILE = "ocnli_zh/dev.json"
+OCNLI_HALF = 1500  # 3,000 lines: the first half is dev, the second test (shared/benchmarks/README.md)
+# OCNLI has no question; one fixed, neutral question keeps the sample valid and names no fact.
+OCNLI_QUESTION = "这段资料说明了什么？"
+_ENTAILED = {"entailment": 1, "neutral": 0, "contradiction": 0}
+
+
+def ocnli(root: Path, split: str) -> Iterator[Item]:
+    path = root / OCNLI_FILE
+    for line_no, rec in _jsonl_lines(path):
+        if (line_no <= OCNLI_HALF) != (split == "dev"):
+            continue
+        if rec.get("label") == "-":
+            continue  # no majority among the five annotators: excluded, as SOURCE.md says
+        where = f"{path.name} line {line_no}"
+        sample_id = f"ocnli-{rec['id']}"
+        yield (
+            _sample(sample_id, OCNLI_QUESTION, rec["sentence2"], [rec["sentence1"]], category=rec.get("genre")),
+            {"sample_id": sample_id, "entailed": _binary(rec["label"], "label", where, _ENTAILED),
+             "nli_label": rec["label"]},
+        )
+
+
 ADAPTERS: dict[str, Callable[[Path, str], Iterator[Item]]] = {
     "ares": ares,
     "attributionbench": attributionbench,
     "hotpotqa": hotpotqa,
+    "ocnli": ocnli,
 }
 
 

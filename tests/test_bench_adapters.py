@@ -83,6 +83,19 @@ def test_hotpotqa_splits_and_gold_flags():
 
 
 @needs_benchmarks
+def test_ocnli_halves_and_labels():
+    dev = bench.convert("ocnli", "dev", ROOT)
+    test = bench.convert("ocnli", "test", ROOT)
+    assert len(dev) + len(test) == 2950  # 3,000 pairs, 50 without a majority label left out
+    assert not {s["sample_id"] for s, _ in dev} & {s["sample_id"] for s, _ in test}
+    counts = Counter(label["nli_label"] for _, label in dev + test)
+    assert counts == {"neutral": 1103, "entailment": 947, "contradiction": 900}
+    assert all(label["entailed"] == (label["nli_label"] == "entailment") for _, label in dev + test)
+    sample, _ = dev[0]
+    assert sample["contexts"] == ["身上裹一件工厂发的棉大衣,手插在袖筒里"] and sample["answer"] == "身上至少一件衣服"
+
+
+@needs_benchmarks
 @pytest.mark.parametrize("name", sorted(bench.ADAPTERS))
 def test_cli_output_loads_as_our_dataset(tmp_path, name):
     out = tmp_path / name
