@@ -221,6 +221,28 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
     sys.exit(EXIT_PASSED if result.passed else EXIT_GATE_FAILED)
 
 
+@cli.command("doctor")
+@click.option("--judge", default="tiny", show_default=True,
+              help="Judge for the timed smoke decode (the tiny one is fastest; name the default judge to time it).")
+@click.option("--gpu-layers", "n_gpu_layers", type=int, default=0, show_default=True,
+              help="Offload this many layers in the smoke decode (-1: all) to check the GPU path.")
+@click.option("--no-smoke", is_flag=True, help="Skip the smoke decode: versions, build and models only.")
+def doctor_cmd(judge: str, n_gpu_layers: int, no_smoke: bool) -> None:
+    """Check this installation: llama.cpp build, models, and a timed smoke decode.
+
+    Exit 0 when healthy, 2 with the reasons otherwise.
+    """
+    from offline_eval.doctor import diagnose
+
+    diagnosis = diagnose(judge=judge, n_gpu_layers=n_gpu_layers, smoke=not no_smoke)
+    for line in diagnosis.lines:
+        click.echo(line)
+    for problem in diagnosis.problems:
+        click.echo(f"PROBLEM: {problem}", err=True)
+    click.echo("healthy" if diagnosis.healthy else "NOT healthy (see PROBLEM lines above)")
+    sys.exit(EXIT_PASSED if diagnosis.healthy else EXIT_BAD_INPUT)
+
+
 def _register_stats_commands() -> None:
     from offline_eval.cli_stats import agreement_cmd, compare_cmd
 

@@ -2,13 +2,34 @@
 # Set up offline-eval in a virtual environment inside the repository (.venv), with its default models.
 #
 # Idempotent: a second run only checks. Order matters: the CPU build of torch goes in first, so that
-# nothing pulls a multi-GB CUDA build; llama-cpp-python compiles from source once (~8 min on 2 cores)
-# and pip reuses the built wheel afterwards.
+# nothing pulls a multi-GB CUDA build. llama-cpp-python is compiled for this CPU by
+# scripts/llama_build.py (~8 min on 2 cores, once per set of flags; never AMX unless asked, never a
+# wheel from pip's cache built with other flags), installed before anything else can pull it, and
+# smoke-checked in a child process after the models are in: a build that crashes or fails is rebuilt
+# with a more conservative instruction set.
 #
-#   scripts/setup.sh            # set up, then install every registered model (~1.8 GB)
+#   scripts/setup.sh                 # set up, then install every registered model (~1.8 GB)
+#   scripts/setup.sh --gpu cuda      # build llama.cpp with CUDA (needs nvcc); smoke-checked on the GPU
 #   OFFLINE_EVAL_VENV=path scripts/setup.sh
+#   OFFLINE_EVAL_LLAMA_BUILD=auto|native|avx2|x86-64 scripts/setup.sh   # build profile (default auto)
+#   OFFLINE_EVAL_LLAMA_AMX=1 scripts/setup.sh                          # allow AMX kernels in auto
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+PROFILE="${OFFLINE_EVAL_LLAMA_BUILD:-auto}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --gpu) [ $# -ge 2 ] || { echo "setup failed: --gpu needs a value (cuda)" >&2; exit 2; }; GPU="$2"; shift 2 ;;
+    --gpu=*) GPU="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "setup failed: unknown option $1 (see scripts/setup.sh --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -n "${GPU:-}" ]; then
+  [ "$GPU" = cuda ] || { echo "setup failed: --gpu takes 'cuda', not '$GPU'" >&2; exit 2; }
+  command -v nvcc >/dev/null || { echo "setup failed: --gpu cuda needs the CUDA toolkit's nvcc on PATH" >&2; exit 2; }
+  PROFILE=cuda
+fi
 
 VENV="${OFFLINE_EVAL_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
@@ -42,14 +63,14 @@ if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
   quietly "${PIP[@]}" install -c "$CONSTRAINTS" torch
 fi
 
+step "llama.cpp for this machine (build profile $PROFILE)"
+"$VENV/bin/python" scripts/llama_build.py install --venv "$VENV" --profile "$PROFILE"
+
 # Reinstall the package only when its dependencies changed (the install is editable: code changes
 # need no reinstall).
 stamp="$VENV/.offline-eval-installed"
 want=$(cat pyproject.toml "$CONSTRAINTS" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$VENV/bin/python" -c 'import offline_eval, llama_cpp' 2>/dev/null; then
-  if ! "$VENV/bin/python" -c 'import llama_cpp' 2>/dev/null; then
-    step "installing llama-cpp-python (compiles from source the first time: ~8 min on 2 cores)"
-  fi
   step "installing offline-eval and its dependencies"
   quietly "${PIP[@]}" install -c "$CONSTRAINTS" -e '.[test]'
   echo "$want" > "$stamp"
@@ -59,4 +80,6 @@ fi
 
 step "models (installed and verified once, then only checked)"
 "$VENV/bin/offline-eval" models install --all --quiet-if-ready || fail "could not install the models (see above)"
+step "llama.cpp smoke check (a child process: load the tiny judge, decode under a grammar, restore a state)"
+"$VENV/bin/python" scripts/llama_build.py check --venv "$VENV" --profile "$PROFILE"
 step "ready: $VENV/bin/offline-eval"
