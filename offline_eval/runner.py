@@ -154,7 +154,7 @@ def evaluate_samples(
     run = {
         "tool": "offline-eval",
         "version": __version__,
-        "judge": {"name": judge.name, "sha256": judge.sha256, "n_ctx": judge.n_ctx},
+        "judge": judge.describe(),
         "embedders": embedders.describe(langs) if "answer_relevancy" in config.metrics and samples else {},
         "seed": config.seed,
         "language": config.language,

@@ -6,7 +6,8 @@
 For each judge, on a typical verdict prompt (a 3-chunk context, 4 claims):
 - cold: a call with the context not yet evaluated (prefix + suffix);
 - shared prefix: the same context, other claims (only the suffix is evaluated);
-- grammar vs free: the same prompt decoded under the schema's grammar vs unconstrained, same budget;
+- lazy vs full grammar vs free: the same call decoded with the grammar applied lazily (default), with
+  the grammar masking the vocabulary every step (same bytes, checked), and unconstrained;
 - cache: the same call answered from the SQLite cache.
 """
 
@@ -54,6 +55,7 @@ def bench(name: str, repeats: int) -> dict:
         judge = load_judge(EvalConfig(judge=name, cache_path=Path(tmp) / "c.sqlite", n_ctx=4096))
         llm = judge._llm
         results: dict[str, float] = {}
+        outputs: dict = {}
         cold, warm = [], []
         for r in range(repeats):
             judge._saved_prefixes.clear()
@@ -64,23 +66,35 @@ def bench(name: str, repeats: int) -> dict:
         results["cold_call_s"] = statistics.median(cold)
         results["shared_prefix_call_s"] = statistics.median(warm)
 
-        # Grammar vs free decoding of the same prompt and the same number of generated tokens.
+        # The same call decoded three ways, same prompt and budget: the grammar applied lazily (only when
+        # it rejects the greedy token: the default), the grammar masking the vocabulary at every step,
+        # and no grammar at all (the floor). The two grammar decodings must give the same bytes.
         req = request(CLAIM_SETS[0])
+        schema_json = req.schema_json()
         tokens = judge._tokens(judge.render_split(req))
-        prompt = tokens.head + tokens.tail
-        out = judge._generate(tokens, req.schema_json(), req.max_tokens)
-        n_gen = max(1, out[2]["completion_tokens"])
-        grammar_s, free_s = [], []
+
+        def decode(lazy: bool):
+            judge._decoder.lazy = lazy
+            return judge._generate(tokens, req, schema_json, req.max_tokens)[0]
+
+        lazy_s, full_s, free_s = [], [], []
         for _ in range(repeats):
+            lazy_s.append(timed(lambda: outputs.__setitem__("lazy", decode(True))))
+            full_s.append(timed(lambda: outputs.__setitem__("full", decode(False))))
             judge._restore_prefix(tokens)
-            grammar_s.append(timed(lambda: llm.create_completion(prompt=prompt, max_tokens=n_gen, temperature=0.0,
-                                                                grammar=judge._grammar(req.schema_json()))))
-            judge._restore_prefix(tokens)
-            free_s.append(timed(lambda: llm.create_completion(prompt=prompt, max_tokens=n_gen, temperature=0.0)))
-        results["generated_tokens"] = n_gen
-        results["grammar_decode_s"] = statistics.median(grammar_s)
+            n_gen = len(outputs["lazy"].tokens)
+            free_s.append(timed(lambda: llm.create_completion(prompt=tokens.head + tokens.tail, max_tokens=n_gen,
+                                                              temperature=0.0)))
+        judge._decoder.lazy = True
+        if outputs["lazy"].text != outputs["full"].text:
+            raise SystemExit(f"lazy and full grammar decoding differ: {outputs['lazy'].text!r} vs {outputs['full'].text!r}")
+        results["generated_tokens"] = len(outputs["lazy"].tokens)
+        results["lazy_grammar_decode_s"] = statistics.median(lazy_s)
+        results["full_grammar_decode_s"] = statistics.median(full_s)
         results["free_decode_s"] = statistics.median(free_s)
-        results["grammar_overhead_ratio"] = results["grammar_decode_s"] / results["free_decode_s"]
+        results["lazy_speedup_vs_full"] = results["full_grammar_decode_s"] / results["lazy_grammar_decode_s"]
+        results["lazy_overhead_vs_free"] = results["lazy_grammar_decode_s"] / results["free_decode_s"]
+        results["full_masks_in_lazy"] = outputs["lazy"].full_masks
 
         from offline_eval.judge.cache import JudgeCache
 

@@ -42,6 +42,9 @@ class JudgeResult:
     evaluated_tokens: int = 0  # prompt tokens this process actually evaluated (0 when cached)
     cached: bool = False
     raw: str = field(default="", repr=False)
+    # For each enum field of the schema, the judge's probability of each option where it decided
+    # ({"claim_1": {"yes": 0.93, "no": 0.07}}); empty where the backend cannot say.
+    probabilities: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class JudgeError(RuntimeError):
@@ -56,6 +59,10 @@ class Judge(Protocol):
     n_ctx: int
 
     def judge(self, request: JudgeRequest) -> JudgeResult: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What ``report.json`` records as ``run.judge``: the model and everything that shapes its output."""
+        ...
 
     def count_tokens(self, text: str) -> int: ...
 

@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS judge_calls (
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
     seconds REAL NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    probabilities TEXT NOT NULL DEFAULT '{}'
 )
 """
 
@@ -44,13 +45,17 @@ class JudgeCache:
         self._db = sqlite3.connect(str(self.path), timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(judge_calls)")}
+        if "probabilities" not in columns:  # a cache written before verdict probabilities were kept
+            self._db.execute("ALTER TABLE judge_calls ADD COLUMN probabilities TEXT NOT NULL DEFAULT '{}'")
         self._db.commit()
 
-    def get(self, key: str) -> tuple[str, int, int, float] | None:
+    def get(self, key: str) -> tuple[str, int, int, float, dict[str, dict[str, float]]] | None:
         row = self._db.execute(
-            "SELECT output, prompt_tokens, completion_tokens, seconds FROM judge_calls WHERE key = ?", (key,)
+            "SELECT output, prompt_tokens, completion_tokens, seconds, probabilities FROM judge_calls WHERE key = ?",
+            (key,),
         ).fetchone()
-        return None if row is None else (row[0], int(row[1]), int(row[2]), float(row[3]))
+        return None if row is None else (row[0], int(row[1]), int(row[2]), float(row[3]), json.loads(row[4]))
 
     def put(
         self,
@@ -64,11 +69,12 @@ class JudgeCache:
         prompt_tokens: int,
         completion_tokens: int,
         seconds: float,
+        probabilities: dict[str, dict[str, float]] | None = None,
     ) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (key, model_sha256, prompt, schema, json.dumps(params, sort_keys=True), output,
-             prompt_tokens, completion_tokens, seconds, time.time()),
+             prompt_tokens, completion_tokens, seconds, time.time(), json.dumps(probabilities or {}, sort_keys=True)),
         )
         self._db.commit()
 

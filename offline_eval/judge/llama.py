@@ -18,15 +18,18 @@ import os
 import sys
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from offline_eval.judge.base import JudgeError, JudgeRequest, JudgeResult, validate_output
 from offline_eval.judge.cache import JudgeCache, cache_key
+from offline_eval.judge.decode import Generation, GrammarDecoder
+from offline_eval.judge.llama_build import build_identity
 
 _STEM_END = "\u2063OFFLINE_EVAL_STEM\u2063"
 _SHARED_END = "\u2063OFFLINE_EVAL_SPLIT\u2063"
+_USER_END = "\u2063OFFLINE_EVAL_USER_END\u2063"
 # A truncated output is retried with budgets this many times larger, then given up on.
 _RETRY_FACTORS = (1, 2, 4)
 _SAVED_PREFIXES = 4
@@ -34,11 +37,17 @@ _SAVED_PREFIXES = 4
 
 @dataclass(frozen=True)
 class SplitPrompt:
-    """A rendered prompt cut where the system stem ends and where the shared text ends."""
+    """A rendered prompt cut where the system stem ends, where the shared text ends, and where the user
+    message ends (``closing`` is the chat template's end of turn and the assistant's cue)."""
 
     stem: str
     shared: str
-    tail: str
+    task: str
+    closing: str
+
+    @property
+    def tail(self) -> str:
+        return self.task + self.closing
 
     @property
     def text(self) -> str:
@@ -77,6 +86,7 @@ class JudgeOptions:
     seed: int = 0
     n_batch: int = 512
     verbose: bool = False
+    lazy_grammar: bool = True  # same tokens as masking every step (tested), less time
 
 
 @contextlib.contextmanager
@@ -128,6 +138,8 @@ class LlamaJudge:
                 verbose=options.verbose,
             )
         self.n_ctx = self._llm.n_ctx()
+        self.build = build_identity()
+        self._decoder = GrammarDecoder(self._llm, lazy=options.lazy_grammar)
         self._template = self._llm.metadata.get("tokenizer.chat_template")
         self._formatter = self._make_formatter()
         self._grammars: dict[str, Any] = {}
@@ -135,6 +147,10 @@ class LlamaJudge:
         # recently used heads (a sample's context...), so a sample's calls share them in any order.
         self._saved_stems: dict[tuple[int, ...], Any] = {}
         self._saved_prefixes: OrderedDict[tuple[tuple[int, ...], tuple[int, ...]], Any] = OrderedDict()
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "sha256": self.sha256, "n_ctx": self.n_ctx, "backend": "llama.cpp",
+                "build": self.build, "n_gpu_layers": self.options.n_gpu_layers}
 
     # ------------------------------------------------------------ prompt rendering
 
@@ -157,22 +173,27 @@ class LlamaJudge:
 
     def render_split(self, request: JudgeRequest) -> SplitPrompt:
         """The full prompt text, cut where the stem and the shared part end (the same cuts every call)."""
-        marked = self._render(request.system, _STEM_END + request.shared + _SHARED_END + request.task)
+        marked = self._render(request.system, _STEM_END + request.shared + _SHARED_END + request.task + _USER_END)
         stem, _, rest = marked.partition(_STEM_END)
-        shared, _, tail = rest.partition(_SHARED_END)
-        return SplitPrompt(stem, shared, tail)
+        shared, _, rest = rest.partition(_SHARED_END)
+        task, _, closing = rest.partition(_USER_END)
+        return SplitPrompt(stem, shared, task, closing)
 
     def _tokens(self, prompt: SplitPrompt) -> PromptTokens:
-        def tokenize(text: str, bos: bool) -> list[int]:
-            return self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=True) if text or bos else []
+        """Tokens of each part. The user message (shared text and task, which hold user data) is
+        tokenised as plain text: an answer containing ``<|im_end|>`` cannot close its own turn. Only
+        the template's own text (stem, closing) may hold control tokens."""
+        def tokenize(text: str, *, bos: bool = False, special: bool = False) -> list[int]:
+            return self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special) if text or bos else []
 
-        return PromptTokens(tokenize(prompt.stem, True), tokenize(prompt.shared, False), tokenize(prompt.tail, False))
+        return PromptTokens(tokenize(prompt.stem, bos=True, special=True), tokenize(prompt.shared),
+                            tokenize(prompt.task) + tokenize(prompt.closing, special=True))
 
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def room_for_shared(self, request: JudgeRequest) -> int:
-        bare = JudgeRequest(request.system, "", request.task, request.schema, request.max_tokens, request.metric)
+        bare = replace(request, shared="")
         used = len(self._tokens(self.render_split(bare)))
         return self.n_ctx - used - request.max_tokens
 
@@ -235,21 +256,13 @@ class LlamaJudge:
         self._load_state(self._saved_prefixes[key])
         return evaluated
 
-    def _generate(self, tokens: PromptTokens, schema_json: str, max_tokens: int):
+    def _generate(self, tokens: PromptTokens, request: JudgeRequest, schema_json: str,
+                  max_tokens: int) -> tuple[Generation, int]:
+        """Decode one call from its head's saved state. Returns the generation and the tokens evaluated."""
         evaluated = self._restore_prefix(tokens)
-        out = self._llm.create_completion(
-            prompt=tokens.head + tokens.tail,
-            max_tokens=max_tokens,
-            temperature=0.0,
-            top_k=1,
-            top_p=1.0,
-            min_p=0.0,
-            repeat_penalty=1.0,
-            seed=self.options.seed,
-            grammar=self._grammar(schema_json),
-        )
-        choice = out["choices"][0]
-        return choice["text"], choice.get("finish_reason"), out["usage"], evaluated + len(tokens.tail)
+        self._llm.eval(tokens.tail)
+        generation = self._decoder.generate(self._grammar(schema_json), schema_json, request.schema, max_tokens)
+        return generation, evaluated + len(tokens.tail)
 
     def judge(self, request: JudgeRequest) -> JudgeResult:
         prompt = self.render_split(request)
@@ -259,33 +272,36 @@ class LlamaJudge:
         if room <= 0:
             raise JudgeError(f"prompt of {n_prompt} tokens does not fit the judge's window of {self.n_ctx}")
         schema_json = request.schema_json()
-        params = {"temperature": 0, "seed": self.options.seed, "split": [len(tokens.stem), len(tokens.head)],
-                  "max_tokens": request.max_tokens, "n_batch": self.options.n_batch}
+        # What can change the output bytes: greedy decoding ignores the seed, so it is not part of the key
+        # (a new --seed only redraws the bootstrap); the llama.cpp build and GPU offload change the
+        # floating-point sums, so a verdict computed by another build or on a GPU is never read back.
+        params = {"temperature": 0, "split": [len(tokens.stem), len(tokens.head)], "max_tokens": request.max_tokens,
+                  "n_batch": self.options.n_batch, "n_gpu_layers": self.options.n_gpu_layers,
+                  "build": self.build, "user_text": "plain"}
         key = cache_key(self.sha256, prompt.text, schema_json, params)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            output, prompt_tokens, completion_tokens, seconds = hit
+            output, prompt_tokens, completion_tokens, seconds, probabilities = hit
             return JudgeResult(validate_output(output, request.schema), prompt_tokens, completion_tokens,
-                               seconds, 0, cached=True, raw=output)
+                               seconds, 0, cached=True, raw=output, probabilities=probabilities)
 
         started = time.perf_counter()
         evaluated_total = 0
         completion_total = 0
         for factor in _RETRY_FACTORS:
             budget = min(request.max_tokens * factor, room)
-            text, finish, usage, evaluated = self._generate(tokens, schema_json, budget)
+            generation, evaluated = self._generate(tokens, request, schema_json, budget)
             evaluated_total += evaluated
-            completion_total += int(usage["completion_tokens"])
-            if finish != "length":
+            completion_total += len(generation.tokens)
+            if generation.finish != "length" or budget >= room:
                 break
-            if budget >= room:
-                break
-        else:
-            finish = "length"
         seconds = time.perf_counter() - started
-        if finish == "length":
+        if generation.finish == "length":
             raise JudgeError(f"judge output was cut at {budget} tokens even after retries (schema too loose?)")
+        text = generation.text
         value = validate_output(text, request.schema)
         if self.cache is not None:
             self.cache.put(key, model_sha256=self.sha256, prompt=prompt.text, schema=schema_json, params=params,
-                           output=text, prompt_tokens=n_prompt, completion_tokens=completion_total, seconds=seconds)
-        return JudgeResult(value, n_prompt, completion_total, seconds, evaluated_total, cached=False, raw=text)
+                           output=text, prompt_tokens=n_prompt, completion_tokens=completion_total, seconds=seconds,
+                           probabilities=generation.probabilities)
+        return JudgeResult(value, n_prompt, completion_total, seconds, evaluated_total, cached=False, raw=text,
+                           probabilities=generation.probabilities)
