@@ -67,6 +67,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from dataclasses import fields as dc_fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -208,7 +209,7 @@ def samples_from_records(
     source: str = "<memory>",
     skip_invalid: bool = False,
 ) -> LoadResult:
-    """Validate in-memory records (dicts, or :class:`Sample` objects, which pass through as they are).
+    """Validate in-memory records (dicts, or :class:`Sample` objects, checked by the same rules).
 
     The same field names and rules as for files apply. Records are located as ``record N``
     (1-based) and ``source`` stands in for the file name in messages and in :attr:`Sample.source`
@@ -232,8 +233,13 @@ def samples_from_records(
         )
     raws: list[_RawRecord] = []
     for n, record in enumerate(records, start=1):
-        raw = _RawRecord(location=f"record {n}", source=f"{source}#{n}", position=n, value=record)
-        if not isinstance(record, (Mapping, Sample)):
+        where = f"{source}#{n}"
+        if isinstance(record, Sample):
+            # Built in code, not by a loader: nothing has checked it yet. Its own source is kept.
+            where = record.source if record.source != "<memory>" else where
+            record = _sample_fields(record)
+        raw = _RawRecord(location=f"record {n}", source=where, position=n, value=record)
+        if not isinstance(record, Mapping):
             hint = (
                 " (iterating a pandas DataFrame yields column names; pass df.to_dict('records'))"
                 if isinstance(record, str)
@@ -259,6 +265,11 @@ class _RawRecord:
     value: Any
     problems: list[tuple[str | None, str]] = dc_field(default_factory=list)
     from_csv: bool = False
+
+
+def _sample_fields(sample: Sample) -> dict[str, Any]:
+    """A Sample as the record it stands for (its ``source`` is given again by position)."""
+    return {f.name: getattr(sample, f.name) for f in dc_fields(Sample) if f.name != "source"}
 
 
 def _file_error(file: str, message: str, location: str | None = None) -> DatasetError:
@@ -541,10 +552,7 @@ def _finish(raws: list[_RawRecord], file: str, skip_invalid: bool) -> LoadResult
         found = list(raw.problems)
         sample: Sample | None = None
         sample_id: str | None = None
-        if isinstance(raw.value, Sample):
-            sample = raw.value
-            sample_id = sample.sample_id
-        elif isinstance(raw.value, Mapping):
+        if isinstance(raw.value, Mapping):
             # Validate the fields even when the record already has a problem (a repeated key), so
             # that one run reports everything.
             sample, sample_id, is_default, field_problems = _validate(raw)

@@ -587,13 +587,21 @@ def test_csv_keeps_quotes_braces_chinese_and_whitespace(tmp_path):
 # --------------------------------------------------------------------------------------------------
 
 
-def test_samples_from_records_dicts_and_sample_passthrough():
+def test_samples_from_records_dicts_and_samples():
     ready = Sample(sample_id="s", question="q", answer="a", contexts=("c",), source="mine")
     result = samples_from_records([GOOD, ready, {**GOOD, "ground_truth": "g"}], source="api")
     first, second, third = result.samples
-    assert second is ready
+    assert second == ready and second.source == "mine"
     assert first.sample_id == "1" and first.source == "api#1"
     assert third.sample_id == "3" and third.reference_answer == "g"
+
+
+def test_sample_objects_are_validated_like_dicts():
+    bad = Sample(sample_id="", question="q", answer=None, contexts=("c", "  "))  # type: ignore[arg-type]
+    with pytest.raises(DatasetError) as info:
+        samples_from_records([GOOD, bad])
+    fields = [(p.location, p.field) for p in info.value.problems]
+    assert fields == [("record 2", "sample_id"), ("record 2", "answer"), ("record 2", "contexts")]
 
 
 def test_samples_from_records_problems_use_record_numbers():
