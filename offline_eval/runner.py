@@ -172,7 +172,8 @@ def evaluate_samples(
     }
     report = build_report(run=run, samples=rows, score_names=score_names, thresholds=config.thresholds,
                           category_thresholds=config.category_thresholds, gate_on=config.gate_on,
-                          n_resamples=config.n_resamples, seed=config.seed, skipped_records=skipped_records)
+                          n_resamples=config.n_resamples, seed=config.seed, skipped_records=skipped_records,
+                          allow_empty=config.allow_empty)
     elapsed = time.perf_counter() - started
     timing = {
         "seconds": round(elapsed, 3),

@@ -181,6 +181,14 @@ def test_evaluate_unsupported_extension(workdir):
         (["--lang", "fr"], ["--lang"]),
         (["--gate-on", "median"], ["--gate-on"]),
         (["--seed", "abc"], ["--seed"]),
+        (["--seed", "-1"], ["'seed' must be between 0 and"]),
+        (["--n-ctx", "0"], ["'n_ctx' must be at least 512, not 0"]),
+        (["--n-questions", "0"], ["'n_questions' must be at least 1, not 0"]),
+        (["--max-claims", "0"], ["'max_claims' must be at least 1"]),
+        (["--threads", "0"], ["'n_threads' must be at least 1"]),
+        (["--metrics", ","], ["no metric to run"]),
+        (["--category-threshold", "shipping:faithfulness=0.9"],
+         ["category threshold for 'shipping'", "no sample has that category", "categories in the data: none"]),
     ],
 )
 def test_evaluate_bad_options(workdir, args, fragments):
@@ -247,3 +255,15 @@ def test_valid_input_reaches_model_loading_only_after_checks(workdir):
     assert isinstance(result.exception, AssertionError)
     assert "a model was loaded" in str(result.exception)
     assert "1 samples from data.jsonl" in result.output
+
+
+def test_config_file_range_error_names_the_file(workdir):
+    write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
+    (workdir / "offline-eval.toml").write_text("n_resamples = 0\n", encoding="utf-8")
+    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", "'n_resamples' must be at least 1")
+
+
+def test_allow_empty_metric_flag_is_accepted(workdir):
+    write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
+    result = invoke("evaluate", "data.jsonl", "--allow-empty-metric", "--format", "json")
+    assert "a model was loaded" in str(result.exception)

@@ -19,6 +19,7 @@ from offline_eval.report.writers import (
     below_threshold,
     check_label,
     evidence,
+    failed_by_value,
     failed_explanation,
     fmt_num,
     gate_checks,
@@ -85,13 +86,10 @@ def _gate_case(suite: ET.Element, report: Mapping[str, Any], check: Mapping[str,
     status = check.get("status")
     value = f"{gate_value_label(report)} {fmt_num(check.get('value'))}"
     if status == "failed":
+        message = f"{value} < threshold {fmt_num(check.get('threshold'))}" if failed_by_value(check) \
+            else failed_explanation(check)
         failure = ET.SubElement(
-            case,
-            "failure",
-            {
-                "message": _x(f"{check_label(check)}: {value} < threshold {fmt_num(check.get('threshold'))}"),
-                "type": "GateFailed",
-            },
+            case, "failure", {"message": _x(f"{check_label(check)}: {message}"), "type": "GateFailed"}
         )
         failure.text = _x(failed_explanation(check))
     elif status == "skipped":
