@@ -156,6 +156,11 @@ def test_evaluate_undecodable_bytes(workdir):
     assert_bad_input(result, "latin.jsonl", "line 2", "UTF-8", "0xe9")
 
 
+def test_evaluate_lone_surrogate_is_bad_input(workdir):
+    (workdir / "data.jsonl").write_text('{"question": "q?", "contexts": [], "answer": "bad \\ud800"}\n', encoding="utf-8")
+    assert_bad_input(invoke("evaluate", "data.jsonl"), "data.jsonl line 1: field 'answer'", "lone surrogate")
+
+
 def test_evaluate_unsupported_extension(workdir):
     (workdir / "data.txt").write_text(json.dumps(GOOD_RECORD), encoding="utf-8")
     assert_bad_input(invoke("evaluate", "data.txt"), "data.txt", "unsupported file type")

@@ -201,6 +201,50 @@ def test_ground_truths_empty_list_means_no_reference(tmp_path):
 # --------------------------------------------------------------------------------------------------
 
 
+def test_csv_ground_truths_cell_holding_a_json_list_is_a_list(tmp_path):
+    header = "question,answer,contexts,ground_truths\n"
+    path = write_text(tmp_path, "data.csv", header + 'q?,a,[],"[""Blue.""]"\nq2?,a,[],Blue [sic]\n')
+    first, second = load_samples(path).samples
+    assert first.reference_answer == "Blue."
+    assert second.reference_answer == "Blue [sic]"  # not a list: the text itself
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ('"[""a"", ""b""]"', "expected at most one reference answer, got a list of 2"),
+        ('"[""a"""', "expected a JSON list of strings in this CSV cell"),
+        ("[1]", "expected a list with one string, got a list containing a number (1)"),
+    ],
+)
+def test_csv_ground_truths_list_problems_name_line_and_field(tmp_path, cell, expected):
+    path = write_text(tmp_path, "data.csv", f"question,answer,contexts,ground_truths\nq?,a,[],{cell}\n")
+    found = one_problem(path)
+    assert found.startswith("data.csv line 2: field 'ground_truths': "), found
+    assert expected in found
+
+
+@pytest.mark.parametrize("field", ["question", "answer", "reference_answer", "category", "sample_id"])
+def test_lone_surrogate_is_rejected_with_file_line_and_field(tmp_path, field):
+    text = json.dumps({**GOOD, field: "ok \ud800 text"})  # json.dumps writes the escape: \ud800
+    path = write_text(tmp_path, "data.jsonl", json.dumps(GOOD) + "\n" + text + "\n")
+    assert one_problem(path) == (f"data.jsonl line 2: field '{field}': contains a lone surrogate \\ud800 at "
+                                 "character 4: not valid Unicode text (a \\u escape without its pair?)")
+
+
+def test_lone_surrogate_in_a_context_names_the_element(tmp_path):
+    path = write_text(tmp_path, "data.jsonl", json.dumps({**GOOD, "contexts": ["fine", "bad \udfff"]}) + "\n")
+    assert "field 'contexts': element [1] contains a lone surrogate \\udfff at character 5" in one_problem(path)
+    # A surrogate pair is a real character (an emoji) and loads as one.
+    path = write_text(tmp_path, "pair.jsonl", '{"question": "q?", "answer": "\\ud83d\\ude00", "contexts": []}\n')
+    assert load_samples(path).samples[0].answer == "\U0001f600"
+
+
+def test_lone_surrogate_from_python_records_is_rejected():
+    with pytest.raises(DatasetError, match="record 1: field 'answer': contains a lone surrogate"):
+        samples_from_records([{**GOOD, "answer": "\ud800"}])
+
+
 def test_ids_default_to_position_and_numbers_keep_their_text(tmp_path):
     path = write_text(
         tmp_path,
