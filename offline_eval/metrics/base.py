@@ -189,6 +189,9 @@ def judged(step: Callable[[], Evidence]) -> Evidence:
         return Evidence(not_computable=f"judge failure: {exc}")
 
 
+NO_CONTEXTS = "no contexts retrieved"
+
+
 def check_sample(sample: Sample, *, need_answer: bool = False, need_contexts: bool = False,
                  need_reference: bool = False) -> str | None:
     """The reason a sample cannot be scored by a metric, before any judge call; None if it can."""
@@ -205,7 +208,9 @@ class ClaimCoverage:
     """A metric of the form: split a text into claims, check each against the context, score the share.
 
     Faithfulness checks the answer's claims ("supported"); context recall the reference's ("covered").
-    Subclasses say which text, which cap, and what the two verdicts are called.
+    Subclasses say which text, which cap, and what the two verdicts are called. With no context
+    retrieved the claims are still extracted and none is found: the score is 0 ÷ claims, by the formula,
+    with the reason in the details (no judge call is needed to find nothing in nothing).
     """
 
     name: str
@@ -236,6 +241,9 @@ class ClaimCoverage:
             if not claims:
                 what = "answer" if self.source == "answer" else "reference answer"
                 return Evidence({"dropped_claims": dropped}, not_computable=f"no claims extracted from the {what}")
+            if not ctx.sample.contexts:
+                return Evidence({"claims": claims, "found": [False] * len(claims), "truncated_chunks": [],
+                                 "dropped_claims": dropped, "reason": NO_CONTEXTS})
             found, truncated = verify_claims(ctx, claims, metric=self.name)
             return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
                              "dropped_claims": dropped})
@@ -250,14 +258,17 @@ class ClaimCoverage:
         yes, no = self.labels
         outcomes = []
         for ev, value, ok in zip(evidence, values, computable):
+            # Dropped claims (extracted, not found in the text) are reported even when none was kept.
+            details: dict[str, Any] = {"dropped_claims": ev.data["dropped_claims"]} if ev.data.get("dropped_claims") \
+                else {}
             if ev.not_computable or not ok:
-                outcomes.append(Outcome({self.name: None}, ev.not_computable or "no claims", {}))
+                outcomes.append(Outcome({self.name: None}, ev.not_computable or "no claims", details))
                 continue
             claims = [{"text": c, "verdict": yes if f else no} for c, f in zip(ev.data["claims"], ev.data["found"])]
-            details: dict[str, Any] = {"claims": claims, f"n_{yes}": int(sum(ev.data["found"])), "n_claims": len(claims)}
+            details.update({"claims": claims, f"n_{yes}": int(sum(ev.data["found"])), "n_claims": len(claims)})
             if ev.data["truncated_chunks"]:
                 details["truncated_chunks"] = ev.data["truncated_chunks"]
-            if ev.data["dropped_claims"]:
-                details["dropped_claims"] = ev.data["dropped_claims"]  # extracted, not found in the text
+            if ev.data.get("reason"):
+                details["reason"] = ev.data["reason"]
             outcomes.append(Outcome({self.name: float(value)}, None, details))
         return outcomes

@@ -309,13 +309,14 @@ def evidence(sample: Mapping[str, Any], metric: str) -> list[tuple[str, str]]:
     if reason is not None:
         return [("not computable", reason)]
     detail = detail_for(sample, metric)
-    out: list[tuple[str, str]] = []
+    # A score set by rule (no contexts retrieved, an empty answer) says so first.
+    out: list[tuple[str, str]] = [("reason", text_of(detail["reason"]))] if detail.get("reason") else []
     if metric == "faithfulness":
-        out = [
+        out += [
             ("unsupported claim", text_of(c.get("text"))) for c in claims_of(detail) if c.get("verdict") != "supported"
         ]
     elif metric == "context_recall":
-        out = [("uncovered claim", text_of(c.get("text"))) for c in claims_of(detail) if c.get("verdict") != "covered"]
+        out += [("uncovered claim", text_of(c.get("text"))) for c in claims_of(detail) if c.get("verdict") != "covered"]
     elif metric == "answer_relevancy":
         if detail.get("noncommittal"):
             out.append(("noncommittal", "the answer is evasive or noncommittal"))
