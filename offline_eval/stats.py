@@ -60,6 +60,7 @@ __all__ = [
     "bootstrap_means_ci",
     "cohen_kappa",
     "cohen_kappa_weighted",
+    "holm_adjust",
     "kendall_tau_b",
     "kendall_tau_b_weighted",
     "mean_normal_ci",
@@ -414,6 +415,24 @@ def sign_flip_pvalue(diff: ArrayLike, *, n_permutations: int = 10000, seed: int 
         count += int(np.count_nonzero(np.abs(stats) >= threshold))
         done += b
     return (count + 1) / (n_permutations + 1)
+
+
+def holm_adjust(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order, for testing several hypotheses at once.
+
+    Rejecting every hypothesis whose adjusted p is below ``alpha`` keeps the chance of *any* false
+    rejection at most ``alpha`` (whatever the dependence between the tests), where testing each at
+    ``alpha`` alone lets it grow with their number. Sorted ascending, ``p_(k)`` is multiplied by
+    ``m - k + 1`` (k from 1), capped at 1 and made non-decreasing: ``[0.01, 0.04, 0.03]`` →
+    ``[0.03, 0.06, 0.06]``.
+    """
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 # --------------------------------------------------------------------------------------------

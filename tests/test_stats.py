@@ -371,3 +371,10 @@ def test_ppi_covers_truth_where_the_biased_judge_mean_does_not() -> None:
     assert covered >= 180  # nominal 95%: expect ~190 of 200
     assert naive_hits == 0  # the judge's own mean (~0.73) is confidently wrong
     assert np.mean(widths_ppi) < np.mean(widths_classical)  # and PPI beats labels alone
+
+
+def test_holm_adjust_worked_example_and_order():
+    assert stats.holm_adjust([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert stats.holm_adjust([0.5, 0.001]) == pytest.approx([0.5, 0.002])
+    assert stats.holm_adjust([0.9, 0.8]) == [1.0, 1.0]
+    assert stats.holm_adjust([]) == []
