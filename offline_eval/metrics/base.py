@@ -123,36 +123,54 @@ class Window:
         return prompts.context_block(self.chunks, lang)
 
 
+def longest_fitting_prefix(text: str, fits: Callable[[str], bool]) -> str:
+    """The longest prefix of ``text`` that ``fits`` (binary search on the cut point); "" if none does.
+
+    Token counts grow with the prefix (a merge at the cut can move them by a token, which the search
+    absorbs: the prefix returned was itself checked), so the tokenizer, not a character ratio, decides.
+    """
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(text[:mid]):
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
 def context_windows(ctx: SampleContext, probe: JudgeRequest) -> list[Window]:
     """Pack the ranked chunks into as few windows as fit beside ``probe``'s task (usually one).
 
     A context longer than the judge's window is not an error: the caller judges each window and
     combines (a claim is supported if any window supports it; each chunk is judged in its window).
+    Whether a window fits is decided by counting the tokens of its packed block, exactly as it will
+    be sent; a chunk too large for a window on its own is cut to the longest prefix that fits.
     """
     room = ctx.judge.room_for_shared(probe)
+
+    def fits(chunks: list[tuple[int, str]]) -> bool:
+        return ctx.judge.count_tokens(prompts.context_block(chunks, ctx.lang)) <= room
+
     chunks = list(enumerate(ctx.sample.contexts, 1))
-    whole = prompts.context_block(chunks, ctx.lang)
-    if ctx.judge.count_tokens(whole) <= room - 8:
+    if fits(chunks):
         return [Window(chunks, [])]
-    overhead = ctx.judge.count_tokens(prompts.context_block([], ctx.lang)) + 8
+    cut: set[int] = set()
+    for i, (rank, text) in enumerate(chunks):
+        if not fits([(rank, text)]):
+            kept = longest_fitting_prefix(text, lambda t, r=rank: fits([(r, t)]))
+            if not kept:
+                raise JudgeError(f"the judge's window ({ctx.judge.n_ctx} tokens) leaves no room for any context")
+            chunks[i] = (rank, kept)
+            cut.add(rank)
     windows: list[Window] = []
     current: list[tuple[int, str]] = []
-    used = overhead
-    truncated: list[int] = []
-    for rank, text in chunks:
-        cost = ctx.judge.count_tokens(f"[{rank}] {text}\n\n")
-        if cost > room - overhead:
-            # One chunk alone is larger than the window: keep as much of it as fits, and say so.
-            keep = max(1, int(len(text) * (room - overhead) / cost * 0.9))
-            text, cost = text[:keep], ctx.judge.count_tokens(f"[{rank}] {text[:keep]}\n\n")
-            truncated.append(rank)
-        if current and used + cost > room:
-            windows.append(Window(current, truncated))
-            current, used, truncated = [], overhead, []
-        current.append((rank, text))
-        used += cost
-    if current:
-        windows.append(Window(current, truncated))
+    for chunk in chunks:
+        if current and not fits(current + [chunk]):
+            windows.append(Window(current, [r for r, _ in current if r in cut]))
+            current = []
+        current.append(chunk)
+    windows.append(Window(current, [r for r, _ in current if r in cut]))
     return windows
 
 
