@@ -188,6 +188,7 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
     from offline_eval import console
     from offline_eval.config import ConfigError, check_against_data
     from offline_eval.data import DatasetError, load_samples
+    from offline_eval.judge.cache import CacheError
     from offline_eval.modelstore import ModelError
     from offline_eval.report.writers import write_reports
     from offline_eval.runner import EmbedderSet, evaluate_samples, file_info, load_judge, sample_language
@@ -210,7 +211,7 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
         if "answer_relevancy" in config.metrics:
             for lang in sorted({sample_language(s, config) for s in loaded.samples}):
                 embedders.for_language(lang)  # load (and verify) up front: fail before hours of judging
-    except ModelError as exc:
+    except (ModelError, CacheError) as exc:
         raise InputError(str(exc)) from None
     progress = console.progress_printer(quiet=quiet)
     try:
@@ -227,6 +228,9 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
     tmp = out_dir / "timing.json.tmp"
     tmp.write_text(json.dumps(result.timing, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, out_dir / "timing.json")
+    cache_problem = getattr(getattr(judge, "cache", None), "problem", None)
+    if cache_problem:
+        click.echo(f"warning: {cache_problem}", err=True)
     click.echo(console.summary(result.report, result.timing))
     if not quiet:
         click.echo("reports: " + ", ".join(str(p) for p in written))
