@@ -56,7 +56,8 @@ def _check(metric: str, category: str | None, stats: dict[str, Any] | None, thre
         if allow_empty:
             check.update(status="skipped", reason=f"{reason}; allowed by allow_empty", value=None)
         else:
-            check.update(status="failed", reason=reason, value=None)
+            hint = "fix the cause, leave the metric out, or allow it with --allow-empty-metric"
+            check.update(status="failed", reason=f"{reason}; {hint}", value=None)
     elif gate_on == "lower" and n < 2:
         # One sample is its own interval: its "lower bound" says nothing about confidence.
         check.update(status="failed", value=None,

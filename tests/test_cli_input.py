@@ -241,16 +241,18 @@ def test_evaluate_command_line_threshold_over_config_is_validated(workdir):
     assert_bad_input(result, "command line", "context_recall=7.0")
 
 
-def test_evaluate_non_numeric_threshold_in_config(workdir):
+@pytest.mark.parametrize(
+    ("toml", "fragment"),
+    [
+        ('[thresholds]\nfaithfulness = "high"\n', "faithfulness"),
+        ("[category_thresholds]\nfaq = 0.5\n", "faq"),
+        ("n_resamples = 0\n", "'n_resamples' must be at least 1"),
+    ],
+)
+def test_evaluate_bad_value_in_config_names_the_file(workdir, toml, fragment):
     write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
-    (workdir / "offline-eval.toml").write_text('[thresholds]\nfaithfulness = "high"\n', encoding="utf-8")
-    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", "faithfulness")
-
-
-def test_evaluate_flat_category_thresholds_in_config(workdir):
-    write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
-    (workdir / "offline-eval.toml").write_text("[category_thresholds]\nfaq = 0.5\n", encoding="utf-8")
-    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", "faq")
+    (workdir / "offline-eval.toml").write_text(toml, encoding="utf-8")
+    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", fragment)
 
 
 def test_valid_input_reaches_model_loading_only_after_checks(workdir):
@@ -260,12 +262,6 @@ def test_valid_input_reaches_model_loading_only_after_checks(workdir):
     assert isinstance(result.exception, AssertionError)
     assert "a model was loaded" in str(result.exception)
     assert "1 samples from data.jsonl" in result.output
-
-
-def test_config_file_range_error_names_the_file(workdir):
-    write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
-    (workdir / "offline-eval.toml").write_text("n_resamples = 0\n", encoding="utf-8")
-    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", "'n_resamples' must be at least 1")
 
 
 def test_allow_empty_metric_flag_is_accepted(workdir):

@@ -209,21 +209,6 @@ def test_csv_ground_truths_cell_holding_a_json_list_is_a_list(tmp_path):
     assert second.reference_answer == "Blue [sic]"  # not a list: the text itself
 
 
-@pytest.mark.parametrize(
-    ("cell", "expected"),
-    [
-        ('"[""a"", ""b""]"', "expected at most one reference answer, got a list of 2"),
-        ('"[""a"""', "expected a JSON list of strings in this CSV cell"),
-        ("[1]", "expected a list with one string, got a list containing a number (1)"),
-    ],
-)
-def test_csv_ground_truths_list_problems_name_line_and_field(tmp_path, cell, expected):
-    path = write_text(tmp_path, "data.csv", f"question,answer,contexts,ground_truths\nq?,a,[],{cell}\n")
-    found = one_problem(path)
-    assert found.startswith("data.csv line 2: field 'ground_truths': "), found
-    assert expected in found
-
-
 @pytest.mark.parametrize("field", ["question", "answer", "reference_answer", "category", "sample_id"])
 def test_lone_surrogate_is_rejected_with_file_line_and_field(tmp_path, field):
     text = json.dumps({**GOOD, field: "ok \ud800 text"})  # json.dumps writes the escape: \ud800
@@ -379,19 +364,23 @@ def test_repeated_key_in_a_record_is_an_error(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("cell", "expected"),
+    ("field", "cell", "expected"),
     [
-        ('"[""a"", 2]"', "element [1]: expected a string, got a number (2)"),
-        ('"{""a"": 1}"', "expected a JSON list of strings in this CSV cell"),
-        ("just text", 'the cell "just text" is not valid JSON'),
-        ('""', "got an empty string; write [] when nothing was retrieved"),
-        ('"[""""]"', "element [0] is an empty string"),
+        ("contexts", '"[""a"", 2]"', "element [1]: expected a string, got a number (2)"),
+        ("contexts", '"{""a"": 1}"', "expected a JSON list of strings in this CSV cell"),
+        ("contexts", "just text", 'the cell "just text" is not valid JSON'),
+        ("contexts", '""', "got an empty string; write [] when nothing was retrieved"),
+        ("contexts", '"[""""]"', "element [0] is an empty string"),
+        ("ground_truths", '"[""a"", ""b""]"', "expected at most one reference answer, got a list of 2"),
+        ("ground_truths", '"[""a"""', "expected a JSON list of strings in this CSV cell"),
+        ("ground_truths", "[1]", "expected a list with one string, got a list containing a number (1)"),
     ],
 )
-def test_csv_contexts_cell_problems(tmp_path, cell, expected):
-    path = write_text(tmp_path, "data.csv", f'question,answer,contexts\nq,a,"[]"\nq,a,{cell}\n')
+def test_csv_list_cell_problems(tmp_path, field, cell, expected):
+    row = f'q,a,{cell},' if field == "contexts" else f'q,a,"[]",{cell}'
+    path = write_text(tmp_path, "data.csv", f'question,answer,contexts,ground_truths\nq,a,"[]",\n{row}\n')
     found = one_problem(path)
-    assert found.startswith("data.csv line 3: field 'contexts': "), found
+    assert found.startswith(f"data.csv line 3: field '{field}': "), found
     assert expected in found
 
 

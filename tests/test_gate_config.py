@@ -70,13 +70,14 @@ def test_gate_metric_with_no_computable_sample_fails_with_its_reason():
     check = next(c for c in result["checks"] if c["metric"] == "faithfulness")
     assert (check["status"], check["value"]) == ("failed", None)
     assert check["reason"] == ("no computable sample (all 3 samples not computable: "
-                               "judge failure: prompt does not fit (×2); empty answer (×1))")
+                               "judge failure: prompt does not fit (×2); empty answer (×1)); fix the cause, "
+                               "leave the metric out, or allow it with --allow-empty-metric")
 
 
 def test_gate_on_nothing_at_all_fails():
     result = apply_gate({"faithfulness": _agg(None, n=0)}, {}, {"faithfulness": 0.8})
     assert result["passed"] is False
-    assert result["checks"][0]["reason"] == "no computable sample (no sample)"
+    assert result["checks"][0]["reason"].startswith("no computable sample (no sample);")
 
 
 def test_gate_allow_empty_skips_an_empty_metric_and_says_so():
