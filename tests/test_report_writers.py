@@ -429,6 +429,16 @@ def test_a_check_that_had_nothing_to_compare_is_explained_not_compared(report):
         assert "— &lt; threshold" not in text and "— < threshold" not in text
 
 
+def test_a_score_set_by_rule_shows_its_reason(report):
+    sample = report["samples"][0]
+    sample["scores"]["faithfulness"] = 0.0
+    sample["not_computable"].pop("faithfulness", None)
+    sample["details"]["faithfulness"] = {"claims": [{"text": "A claim.", "verdict": "unsupported"}], "n_supported": 0,
+                                         "n_claims": 1, "reason": "no contexts retrieved"}
+    assert '<p class="nc">no contexts retrieved</p>' in render_html(report)
+    assert "reason: no contexts retrieved" in render_markdown(report)
+
+
 # --------------------------------------------------------------------------------------------------
 # write_reports and determinism
 # --------------------------------------------------------------------------------------------------

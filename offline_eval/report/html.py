@@ -448,6 +448,8 @@ def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric:
             if rows
             else "<p>no chunk verdicts</p>"
         )
+    if detail.get("reason"):  # a score set by rule: no contexts retrieved, an empty answer
+        body = f'<p class="nc">{_h(detail["reason"])}</p>{body}'
     return f"{head}</h4>{body}"
 
 
