@@ -449,7 +449,7 @@ def ppi(report: dict, labels: list[dict], mapping: dict[str, str], *, level: flo
 
         {"metric", "label", "n_labelled", "n_unlabelled", "note",
          "judge_mean":     mean score over all samples with a computable score (naive),
-         "labelled_mean":  {"value", "ci_low", "ci_high"}  labels only, normal interval,
+         "labelled_mean":  {"value", "ci_low", "ci_high"}  labels only, Student-t interval,
          "ppi":            {"value", "ci_low", "ci_high"}  see stats.ppi_mean_ci}
 
     The PPI interval is valid however biased the judge is, and narrower than the labels-only one
@@ -487,7 +487,7 @@ def ppi(report: dict, labels: list[dict], mapping: dict[str, str], *, level: flo
             entry["note"] = "PPI here estimates the mean of a binary label; this label is not binary"
             out.append(entry)
             continue
-        est, low, high = stats.mean_normal_ci(y_l, level=level)
+        est, low, high = stats.mean_t_ci(y_l, level=level)
         entry["labelled_mean"] = _stat(est, (low, high))
         theta, low, high = stats.ppi_mean_ci(f_l, y_l, f_u, level=level)
         entry["ppi"] = _stat(*_clip01(theta, low, high))

@@ -12,7 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from offline_eval.config import EvalConfig
+from offline_eval.config import EvalConfig, apply_settings, check_against_data
 from offline_eval.data import LoadResult, load_samples, samples_from_records
 from offline_eval.report.writers import FORMATS, render_json, write_reports
 from offline_eval.sample import Sample
@@ -55,14 +55,16 @@ class Report:
 
 
 def make_config(**options: Any) -> EvalConfig:
-    """An EvalConfig from keyword options, rejecting unknown names (a typo must not pass silently)."""
+    """An EvalConfig from keyword options, checked exactly as the CLI checks flags and config files.
+
+    Unknown names are a TypeError (a typo must not pass silently); a bad value is a ConfigError. As on
+    the command line, ``thresholds`` are merged over the default thresholds.
+    """
     known = {f.name for f in fields(EvalConfig)}
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    if "metrics" in options and isinstance(options["metrics"], str):
-        options["metrics"] = tuple(m.strip() for m in options["metrics"].split(","))
-    return EvalConfig(**options)
+    return apply_settings(EvalConfig(), options, "evaluate()")
 
 
 def load(data: str | Path | Iterable[Mapping[str, Any] | Sample], *, skip_invalid: bool = False) -> LoadResult:
@@ -81,12 +83,14 @@ def evaluate(
     """Evaluate a dataset file or a list of records / Samples; options are EvalConfig's fields.
 
     ``judge_instance`` lets a caller reuse a loaded judge across evaluations (tests, notebooks).
-    Raises ``offline_eval.data.DatasetError`` for invalid input and ``ModelError`` for missing models.
+    Settings are checked first (``ConfigError``), then the data (``offline_eval.data.DatasetError``),
+    both before any model loads; ``ModelError`` for missing models.
     """
     from offline_eval.runner import EmbedderSet, evaluate_samples, file_info, load_judge
 
     config = make_config(**options)
     loaded = load(data, skip_invalid=skip_invalid)
+    check_against_data(config, loaded.samples, "evaluate()")
     judge = judge_instance or load_judge(config)
     info = {"n_records": loaded.n_records, "n_evaluated": len(loaded.samples), "n_skipped": len(loaded.skipped)}
     if isinstance(data, (str, Path)):

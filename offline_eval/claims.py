@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import re
 
-_CLAUSE = re.compile(r"[.!?;:。！？；：\n]+|[,，、]|\b(?:and|but|while|which|whereas)\b", re.IGNORECASE)
+# Clause boundaries: punctuation, and the conjunctions that join facts in one sentence (Chinese ones
+# have no spaces around them, so they are matched anywhere; over-splitting only loosens the cap).
+_CLAUSE = re.compile(r"[.!?;:。！？；：\n]+|[,，、]|\b(?:and|but|while|which|whereas)\b|并且|以及|而且|同时|和",
+                     re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}|\d+(?:[.,]\d+)*")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _META = re.compile(

@@ -119,7 +119,9 @@ def _parse_pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
 @click.option("--category-threshold", "category_thresholds", multiple=True, metavar="CATEGORY:METRIC=VALUE",
               help="Gate one category on its own threshold; repeatable.")
 @click.option("--gate-on", type=click.Choice(["mean", "lower"]), help="Gate on the mean or on the 95% interval's "
-              "lower bound.  [default: mean]")
+              "lower bound (needs at least 2 computable samples).  [default: mean]")
+@click.option("--allow-empty-metric", "allow_empty", is_flag=True, help="Skip, instead of failing, a gated metric "
+              "that no sample could be scored on (config: allow_empty = true).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="TOML settings (its [tool.offline-eval] table if any). Without it, ./offline-eval.toml or "
               "./pyproject.toml [tool.offline-eval] is read when present.")
@@ -135,11 +137,14 @@ def _parse_pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
 @click.option("--verbose", "-v", is_flag=True, help="Show llama.cpp's own log.")
 def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | None, skip_invalid: bool,
                  quiet: bool, thresholds: tuple[str, ...], category_thresholds: tuple[str, ...],
-                 no_cache: bool, **flags) -> None:
+                 no_cache: bool, allow_empty: bool, **flags) -> None:
     """Score the samples in DATA (JSON, JSONL or CSV) and write the reports.
 
     Each record needs a question, its retrieved contexts (a list, in rank order) and the answer;
     reference_answer, sample_id and category are optional. RAGAS field names are accepted too.
+
+    \b
+    A gated metric that no sample could be scored on fails the gate (--allow-empty-metric skips it).
 
     \b
     Exit codes: 0 gate passed, 1 gate failed, 2 bad input or usage.
@@ -160,6 +165,8 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
         settings = {k: v for k, v in flags.items() if v is not None}
         if no_cache:
             settings["use_cache"] = False
+        if allow_empty:
+            settings["allow_empty"] = True
         if thresholds:
             settings["thresholds"] = _parse_pairs(thresholds, "--threshold")
         if category_thresholds:
@@ -179,7 +186,9 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
 def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...], skip_invalid: bool,
                     quiet: bool) -> None:
     from offline_eval import console
+    from offline_eval.config import ConfigError, check_against_data
     from offline_eval.data import DatasetError, load_samples
+    from offline_eval.judge.cache import CacheError
     from offline_eval.modelstore import ModelError
     from offline_eval.report.writers import write_reports
     from offline_eval.runner import EmbedderSet, evaluate_samples, file_info, load_judge, sample_language
@@ -190,6 +199,10 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
         raise InputError(f"invalid input:\n{exc}") from None
     for skipped in loaded.skipped:
         click.echo(f"skipping {skipped.location}: {'; '.join(skipped.problems)}", err=True)
+    try:
+        check_against_data(config, loaded.samples, "command line")
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
     say = (lambda _: None) if quiet else click.echo
     say(f"{len(loaded.samples)} samples from {data} ({len(loaded.skipped)} skipped); metrics: {', '.join(config.metrics)}")
     try:
@@ -198,7 +211,7 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
         if "answer_relevancy" in config.metrics:
             for lang in sorted({sample_language(s, config) for s in loaded.samples}):
                 embedders.for_language(lang)  # load (and verify) up front: fail before hours of judging
-    except ModelError as exc:
+    except (ModelError, CacheError) as exc:
         raise InputError(str(exc)) from None
     progress = console.progress_printer(quiet=quiet)
     try:
@@ -215,6 +228,9 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
     tmp = out_dir / "timing.json.tmp"
     tmp.write_text(json.dumps(result.timing, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, out_dir / "timing.json")
+    cache_problem = getattr(getattr(judge, "cache", None), "problem", None)
+    if cache_problem:
+        click.echo(f"warning: {cache_problem}", err=True)
     click.echo(console.summary(result.report, result.timing))
     if not quiet:
         click.echo("reports: " + ", ".join(str(p) for p in written))

@@ -82,7 +82,7 @@ def _emit(result: dict, markdown: str, json_path: str | None, out_path: str | No
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help="Exit with status 1 when any metric regressed significantly (for CI).",
+    help="Exit with status 1 when any metric regressed significantly, Holm-corrected across metrics (for CI).",
 )
 @click.option(
     "--alpha",
@@ -98,10 +98,12 @@ def compare_cmd(
 ) -> None:
     """Compare two report.json files sample by sample (BASE before, NEW after a change).
 
-    Samples are paired by sample_id. For each metric, over samples computable in both: the mean
-    difference NEW - BASE, its paired-bootstrap interval, a sign-flip permutation p-value, and a
-    verdict (improved / regressed / no significant change), followed by the samples that moved
-    most with the judge's evidence. Prints markdown to stdout.
+    Samples are paired by sample_id. For each metric, over samples computable in at least one
+    report (a score missing from one counts as 0 there, so losing a score is a regression signal):
+    the mean difference NEW - BASE, its paired-bootstrap interval, a sign-flip permutation p-value
+    Holm-corrected for the number of metrics tested, and a verdict (improved / regressed / no
+    significant change), followed by the samples that moved most with the judge's evidence. Prints
+    markdown to stdout.
 
     \b
     Exit codes:

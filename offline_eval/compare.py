@@ -1,17 +1,21 @@
 """Compare two report.json files sample by sample: did a change improve or regress a metric?
 
 Two runs over the same data set (say, before and after changing the retriever) are compared on
-the samples they share, matched by ``sample_id``. For each metric only samples computable in
-*both* reports count, and the question is whether the mean per-sample difference ``new - base``
-is distinguishable from zero:
+the samples they share, matched by ``sample_id``. For each metric the samples computable in at least
+one report count; a score missing from one report counts as 0 there, so a sample that stops being
+computable (a judge failure, a lost reference) is a regression signal instead of silently leaving
+the comparison. The question is whether the mean per-sample difference ``new - base`` is
+distinguishable from zero:
 
 * the **paired bootstrap interval** of the mean difference (level ``1 - alpha``) says how large the
   change plausibly is;
 * the **sign-flip p-value** says how surprising the observed change would be if the change did
-  nothing (see :mod:`offline_eval.stats`).
+  nothing (see :mod:`offline_eval.stats`), **Holm-corrected** for the number of metrics compared:
+  tested one by one at ``alpha``, five metrics that did not change would flag one of them far more
+  often than ``alpha``.
 
-A metric is "improved" or "regressed" only when both agree (``p < alpha`` *and* the interval
-excludes 0); otherwise "no significant change". All metrics are higher-is-better. For each metric
+A metric is "improved" or "regressed" only when both agree (Holm-adjusted ``p < alpha`` *and* the
+interval excludes 0); otherwise "no significant change". All metrics are higher-is-better. For each metric
 the samples that moved most are listed with the judge's evidence from both reports (unsupported
 claims, uncovered reference claims, ...) so that a regression can be read, not just seen.
 """
@@ -180,6 +184,8 @@ def evidence(sample: dict, metric: str) -> dict:
             ]
     else:
         out = dict(d)
+    if d.get("reason"):
+        out["reason"] = str(d["reason"])  # a score set by rule: no contexts retrieved, an empty answer
     reason = (
         (sample.get("not_computable") or {}).get(metric)
         if isinstance(sample.get("not_computable"), dict)
@@ -232,6 +238,26 @@ def _verdict(
     return True, "improved" if diff > 0 else "regressed"
 
 
+def _paired_scores(
+    base_samples: dict[str, dict], new_samples: dict[str, dict], paired: list[str], metric: str
+) -> tuple[list[str], list[float | None], list[float | None]]:
+    """Samples computable in at least one report, with each side's score (None: not computable)."""
+    ids, b_vals, n_vals = [], [], []
+    for sid in paired:
+        b = computable_score(base_samples[sid], metric)
+        n = computable_score(new_samples[sid], metric)
+        if b is not None or n is not None:
+            ids.append(sid)
+            b_vals.append(b)
+            n_vals.append(n)
+    return ids, b_vals, n_vals
+
+
+def _floor(values: list[float | None]) -> np.ndarray:
+    """Scores with a missing one as 0, the lowest score: losing a score counts against the report."""
+    return np.array([0.0 if v is None else v for v in values], dtype=float)
+
+
 def compare_reports(
     base: dict,
     new: dict,
@@ -248,19 +274,22 @@ def compare_reports(
         {"alpha", "level", "n_resamples", "n_permutations", "seed",
          "n_base_samples", "n_new_samples", "n_paired",
          "only_in_base": [ids], "only_in_new": [ids], "warnings": [str],
+         "correction": "holm", "n_tests",
          "metrics": [{"metric", "n", "n_computable_only_in_base", "n_computable_only_in_new",
                       "base_mean", "new_mean", "mean_diff", "ci_low", "ci_high", "p_value",
-                      "significant", "verdict", "note",
+                      "p_value_holm", "significant", "verdict", "note",
                       "movers": [{"sample_id", "question", "base_score", "new_score", "diff",
                                   "evidence": {"base": {...}, "new": {...}}}]}],
          "improved": [metric], "regressed": [metric]}
 
-    ``n`` counts samples computable in both reports; ``base_mean``/``new_mean`` are over those
-    same samples (so they can differ from each report's own aggregate). The interval has level
-    ``1 - alpha``. ``verdict`` is "improved", "regressed", "no significant change", or "not
-    comparable" when no sample is computable in both. ``movers`` are the ``5`` samples with the
-    largest ``|diff|`` (nonzero only), largest first. Raises :class:`ReportError` on malformed
-    input.
+    ``n`` counts samples computable in at least one report; a score missing from one report counts
+    as 0 there (``base_score``/``new_score`` of a mover stay None). ``base_mean``/``new_mean`` are
+    over those same samples (so they can differ from each report's own aggregate). The interval has
+    level ``1 - alpha``. ``p_value_holm`` is ``p_value`` Holm-adjusted over the ``n_tests`` metrics
+    that have one, and it is the one compared with ``alpha``. ``verdict`` is "improved",
+    "regressed", "no significant change", or "not comparable" when no sample is computable in either
+    report. ``movers`` are the ``5`` samples with the largest ``|diff|`` (nonzero only), largest
+    first. Raises :class:`ReportError` on malformed input.
     """
     if not (0.0 < alpha < 1.0):
         raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
@@ -277,57 +306,39 @@ def compare_reports(
     level = 1.0 - alpha
     metrics_out = []
     for metric in metric_names(base, new):
-        ids: list[str] = []
-        b_vals: list[float] = []
-        n_vals: list[float] = []
-        only_base = only_new = 0
-        for sid in paired:
-            b = computable_score(base_samples[sid], metric)
-            n = computable_score(new_samples[sid], metric)
-            if b is not None and n is not None:
-                ids.append(sid)
-                b_vals.append(b)
-                n_vals.append(n)
-            elif b is not None:
-                only_base += 1
-            elif n is not None:
-                only_new += 1
+        ids, b_raw, n_raw = _paired_scores(base_samples, new_samples, paired, metric)
         entry: dict[str, Any] = {
             "metric": metric,
             "n": len(ids),
-            "n_computable_only_in_base": only_base,
-            "n_computable_only_in_new": only_new,
+            "n_computable_only_in_base": sum(b is not None and n is None for b, n in zip(b_raw, n_raw)),
+            "n_computable_only_in_new": sum(b is None and n is not None for b, n in zip(b_raw, n_raw)),
             "base_mean": None,
             "new_mean": None,
             "mean_diff": None,
             "ci_low": None,
             "ci_high": None,
             "p_value": None,
+            "p_value_holm": None,
             "significant": False,
             "verdict": "not comparable",
             "note": None,
             "movers": [],
         }
         if not ids:
-            entry["note"] = "no sample is computable in both reports"
+            entry["note"] = "no sample is computable in either report"
             metrics_out.append(entry)
             continue
-        bv = np.array(b_vals)
-        nv = np.array(n_vals)
+        bv, nv = _floor(b_raw), _floor(n_raw)
         diff = nv - bv
         low, high = stats.paired_bootstrap_ci(diff, n_resamples=n_resamples, level=level, seed=seed)
-        p = stats.sign_flip_pvalue(diff, n_permutations=n_permutations, seed=seed)
-        mean_diff = float(diff.mean())
-        significant, verdict = _verdict(p, low, high, mean_diff, alpha)
         entry.update(
             base_mean=float(bv.mean()),
             new_mean=float(nv.mean()),
-            mean_diff=mean_diff,
+            mean_diff=float(diff.mean()),
             ci_low=low,
             ci_high=high,
-            p_value=p,
-            significant=significant,
-            verdict=verdict,
+            p_value=stats.sign_flip_pvalue(diff, n_permutations=n_permutations, seed=seed),
+            verdict="no significant change",
         )
         if len(ids) == 1:
             entry["note"] = "a single paired sample: no test possible"
@@ -341,8 +352,8 @@ def compare_reports(
                 {
                     "sample_id": sid,
                     "question": new_samples[sid].get("question") or base_samples[sid].get("question"),
-                    "base_score": float(bv[i]),
-                    "new_score": float(nv[i]),
+                    "base_score": b_raw[i],
+                    "new_score": n_raw[i],
                     "diff": float(diff[i]),
                     "evidence": {
                         "base": evidence(base_samples[sid], metric),
@@ -352,6 +363,11 @@ def compare_reports(
             )
         entry["movers"] = movers
         metrics_out.append(entry)
+
+    tested = [m for m in metrics_out if m["p_value"] is not None]
+    for m, p_holm in zip(tested, stats.holm_adjust([m["p_value"] for m in tested])):
+        m["p_value_holm"] = p_holm
+        m["significant"], m["verdict"] = _verdict(p_holm, m["ci_low"], m["ci_high"], m["mean_diff"], alpha)
 
     return {
         "alpha": alpha,
@@ -365,6 +381,8 @@ def compare_reports(
         "only_in_base": [sid for sid in base_samples if sid not in new_samples],
         "only_in_new": [sid for sid in new_samples if sid not in base_samples],
         "warnings": _run_warnings(base, new),
+        "correction": "holm",
+        "n_tests": len(tested),
         "metrics": metrics_out,
         "improved": [m["metric"] for m in metrics_out if m["verdict"] == "improved"],
         "regressed": [m["metric"] for m in metrics_out if m["verdict"] == "regressed"],
@@ -392,6 +410,10 @@ def _num(x: float | None, signed: bool = False) -> str:
     return f"{x:+.3f}" if signed else f"{x:.3f}"
 
 
+def _score(x: float | None) -> str:
+    return "not computable" if x is None else f"{x:.3f}"
+
+
 def _pval(p: float | None) -> str:
     if p is None:
         return "n/a"
@@ -407,6 +429,8 @@ def _evidence_text(ev: dict) -> str:
     parts = []
     if ev.get("not_computable"):
         parts.append(f"not computable: {_cell(ev['not_computable'])}")
+    if ev.get("reason"):
+        parts.append(_cell(ev["reason"]))
     if "unsupported_claims" in ev:
         claims = ev["unsupported_claims"]
         parts.append("unsupported: " + ("; ".join(f"“{_cell(c)}”" for c in claims[:3]) if claims else "none"))
@@ -440,21 +464,30 @@ def render_compare_markdown(result: dict) -> str:
         lines.append(f"> Warning: {_cell(w)}")
     if result.get("warnings"):
         lines.append("")
-    lines.append(f"| metric | n | base | new | Δ (new − base) | {level_pct} CI of Δ | p | verdict |")
-    lines.append("|---|---:|---:|---:|---:|---|---:|---|")
+    lines.append(
+        f"| metric | n | base | new | Δ (new − base) | {level_pct} CI of Δ | p | p (Holm) | verdict |"
+    )
+    lines.append("|---|---:|---:|---:|---:|---|---:|---:|---|")
     for m in result["metrics"]:
         ci = f"[{_num(m['ci_low'], True)}, {_num(m['ci_high'], True)}]" if m["ci_low"] is not None else "n/a"
         verdict = f"**{m['verdict']}**" if m["verdict"] in ("improved", "regressed") else m["verdict"]
         lines.append(
             f"| {_cell(m['metric'])} | {m['n']} | {_num(m['base_mean'])} | {_num(m['new_mean'])} | "
-            f"{_num(m['mean_diff'], True)} | {ci} | {_pval(m['p_value'])} | {verdict} |"
+            f"{_num(m['mean_diff'], True)} | {ci} | {_pval(m['p_value'])} | {_pval(m.get('p_value_holm'))} "
+            f"| {verdict} |"
         )
     lines.append("")
     lines.append(
-        f"A metric changed significantly when the sign-flip p < {result['alpha']:g} and the "
-        f"paired-bootstrap {level_pct} interval of Δ excludes 0. Means are over samples "
-        "computable in both reports."
+        f"A metric changed significantly when the sign-flip p, Holm-corrected for the "
+        f"{result.get('n_tests', len(result['metrics']))} metrics tested, is < {result['alpha']:g} and the "
+        f"paired-bootstrap {level_pct} interval of Δ excludes 0. Means are over samples computable in at "
+        "least one report; a score missing from one report counts as 0 there."
     )
+    lost = [(m["metric"], m["n_computable_only_in_base"]) for m in result["metrics"]
+            if m["n_computable_only_in_base"]]
+    if lost:
+        lines.append("")
+        lines.append("Not computable any more in new: " + ", ".join(f"{_cell(k)} {n}" for k, n in lost) + ".")
     movers = [m for m in result["metrics"] if m["movers"]]
     if movers:
         lines += ["", "### Largest movers"]
@@ -463,7 +496,7 @@ def render_compare_markdown(result: dict) -> str:
             for mv in m["movers"]:
                 q = f" — {_shorten(mv['question'])}" if mv.get("question") else ""
                 lines.append(
-                    f"- `{_shorten(mv['sample_id'])}` {mv['base_score']:.3f} → {mv['new_score']:.3f} "
+                    f"- `{_shorten(mv['sample_id'])}` {_score(mv['base_score'])} → {_score(mv['new_score'])} "
                     f"({mv['diff']:+.3f}){q}"
                 )
                 lines.append(f"  - base: {_evidence_text(mv['evidence']['base'])}")

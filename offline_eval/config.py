@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ class EvalConfig:
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
     category_thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
     gate_on: str = "mean"  # mean | lower (the bootstrap interval's lower bound)
+    allow_empty: bool = False  # a gated metric with no computable sample is skipped instead of failing
     n_resamples: int = 2000
     verbose: bool = False
 
@@ -124,8 +126,20 @@ def _typed(name: str, value: Any, source: str) -> Any:
 
 _INT_FIELDS = {"seed", "max_claims", "max_reference_claims", "n_questions", "n_ctx", "n_gpu_layers", "n_resamples"}
 _OPTIONAL_INT_FIELDS = {"n_threads"}
-_BOOL_FIELDS = {"use_cache", "verbose"}
+_BOOL_FIELDS = {"use_cache", "verbose", "allow_empty"}
 _PATH_FIELDS = {"cache_path"}
+# The smallest value each integer setting can take and still give a run that means something.
+# seed: llama.cpp takes a 32-bit unsigned seed; n_ctx: the prompts alone need a few hundred tokens.
+_INT_RANGES = {
+    "seed": (0, 2**32 - 1),
+    "max_claims": (1, None),
+    "max_reference_claims": (1, None),
+    "n_questions": (1, None),
+    "n_ctx": (512, None),
+    "n_threads": (1, None),
+    "n_gpu_layers": (-1, None),  # -1: every layer
+    "n_resamples": (1, None),
+}
 
 
 def apply_settings(config: EvalConfig, settings: dict, source: str) -> EvalConfig:
@@ -144,10 +158,29 @@ def apply_settings(config: EvalConfig, settings: dict, source: str) -> EvalConfi
     return config
 
 
+def _check_ranges(config: EvalConfig, source: str) -> None:
+    """Integer settings inside their ranges: caught here, not after hours of judging."""
+    for name, (low, high) in _INT_RANGES.items():
+        value = getattr(config, name)
+        if value is None and name in _OPTIONAL_INT_FIELDS:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{source}: setting {name!r} must be an integer, not {value!r}")
+        if value < low or (high is not None and value > high):
+            bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise ConfigError(f"{source}: setting {name!r} must be {bounds}, not {value}")
+
+
 def validate(config: EvalConfig, source: str) -> None:
+    """Every setting checked, whatever it came from (file, flags, Python API); ConfigError names the source."""
+    if not config.metrics:
+        raise ConfigError(f"{source}: no metric to run; choose from {', '.join(METRICS)}")
     bad = [m for m in config.metrics if m not in METRICS]
     if bad:
         raise ConfigError(f"{source}: unknown metric(s) {', '.join(bad)}; choose from {', '.join(METRICS)}")
+    if len(set(config.metrics)) != len(config.metrics):
+        raise ConfigError(f"{source}: a metric is named twice in {', '.join(config.metrics)}")
+    _check_ranges(config, source)
     for scope, table in [("", config.thresholds), *((f"{c}/", t) for c, t in config.category_thresholds.items())]:
         for metric, value in table.items():
             if metric not in SCORES:
@@ -158,3 +191,15 @@ def validate(config: EvalConfig, source: str) -> None:
         raise ConfigError(f"{source}: language must be auto, en or zh, not {config.language!r}")
     if config.gate_on not in ("mean", "lower"):
         raise ConfigError(f"{source}: gate_on must be 'mean' or 'lower', not {config.gate_on!r}")
+
+
+def check_against_data(config: EvalConfig, samples: Sequence[Any], source: str) -> None:
+    """Settings that only make sense against the data: a category threshold needs that category."""
+    from offline_eval.gate import unknown_categories
+
+    categories = {s.category for s in samples}
+    unknown = unknown_categories(config.category_thresholds, categories)
+    if unknown:
+        known = ", ".join(sorted(c for c in categories if c is not None)) or "none"
+        raise ConfigError(f"{source}: category threshold for {', '.join(repr(c) for c in unknown)}: no sample has "
+                          f"that category (categories in the data: {known})")

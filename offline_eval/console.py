@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from offline_eval.gate import EXPLANATIONS
+from offline_eval.gate import describe_failure
 from offline_eval.runner import Progress
 
 
@@ -62,8 +62,7 @@ def summary(report: dict[str, Any], timing: dict[str, Any] | None = None) -> str
     for check in gate["checks"]:
         where = f" [{check['category']}]" if check["category"] else ""
         if check["status"] == "failed":
-            lines.append(f"FAILED {check['metric']}{where}: {_num(check['value'])} < {check['threshold']:.2f} — "
-                         f"{EXPLANATIONS.get(check['metric'], '')}")
+            lines.append(f"FAILED {check['metric']}{where}: {describe_failure(check)}")
         elif check["status"] == "skipped":
             lines.append(f"skipped {check['metric']}{where}: {check['reason']}")
     on = "the 95% interval's lower bound" if gate["gate_on"] == "lower" else "the mean"

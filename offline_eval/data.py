@@ -8,7 +8,8 @@ Formats (chosen by the file extension, case-insensitive)
     ``.json``            a top-level array of objects, or an object ``{"samples": [...]}``
     ``.jsonl``/``.ndjson`` one JSON object per line; blank lines are ignored
     ``.csv``             a header row, then one record per row; the ``contexts`` cell holds a JSON
-                         list of strings, e.g. ``["first chunk", "second chunk"]`` (``[]`` for none)
+                         list of strings, e.g. ``["first chunk", "second chunk"]`` (``[]`` for none),
+                         and so does a ``ground_truths`` cell that starts with ``[``
 
 Field names: three spellings are accepted, so that data prepared for RAGAS loads unchanged.
 
@@ -41,6 +42,8 @@ Validation rules, and why
     * ``sample_id``: optional; defaults to the record's 1-based position (``"1"``, ``"2"``, ...);
       numbers become their text. Ids must be unique.
     * ``NaN`` (what pandas writes for a missing value) is treated like ``null``.
+    * No text may hold a lone UTF-16 surrogate (a JSON ``"\\ud800"`` escape without its pair): it is not
+      Unicode text, and the judge's tokenizer would stop the run on it.
 
 Nothing is altered: strings are stored exactly as read (whitespace, quotes, braces, any script).
 ``strip()`` is used only to *test* whether a value is blank.
@@ -64,9 +67,11 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from dataclasses import fields as dc_fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -106,6 +111,7 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
 MAX_PROBLEMS_SHOWN = 20
 
 _REQUIRED = ("question", "answer", "contexts")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -208,7 +214,7 @@ def samples_from_records(
     source: str = "<memory>",
     skip_invalid: bool = False,
 ) -> LoadResult:
-    """Validate in-memory records (dicts, or :class:`Sample` objects, which pass through as they are).
+    """Validate in-memory records (dicts, or :class:`Sample` objects, checked by the same rules).
 
     The same field names and rules as for files apply. Records are located as ``record N``
     (1-based) and ``source`` stands in for the file name in messages and in :attr:`Sample.source`
@@ -232,8 +238,13 @@ def samples_from_records(
         )
     raws: list[_RawRecord] = []
     for n, record in enumerate(records, start=1):
-        raw = _RawRecord(location=f"record {n}", source=f"{source}#{n}", position=n, value=record)
-        if not isinstance(record, (Mapping, Sample)):
+        where = f"{source}#{n}"
+        if isinstance(record, Sample):
+            # Built in code, not by a loader: nothing has checked it yet. Its own source is kept.
+            where = record.source if record.source != "<memory>" else where
+            record = _sample_fields(record)
+        raw = _RawRecord(location=f"record {n}", source=where, position=n, value=record)
+        if not isinstance(record, Mapping):
             hint = (
                 " (iterating a pandas DataFrame yields column names; pass df.to_dict('records'))"
                 if isinstance(record, str)
@@ -259,6 +270,11 @@ class _RawRecord:
     value: Any
     problems: list[tuple[str | None, str]] = dc_field(default_factory=list)
     from_csv: bool = False
+
+
+def _sample_fields(sample: Sample) -> dict[str, Any]:
+    """A Sample as the record it stands for (its ``source`` is given again by position)."""
+    return {f.name: getattr(sample, f.name) for f in dc_fields(Sample) if f.name != "source"}
 
 
 def _file_error(file: str, message: str, location: str | None = None) -> DatasetError:
@@ -541,10 +557,7 @@ def _finish(raws: list[_RawRecord], file: str, skip_invalid: bool) -> LoadResult
         found = list(raw.problems)
         sample: Sample | None = None
         sample_id: str | None = None
-        if isinstance(raw.value, Sample):
-            sample = raw.value
-            sample_id = sample.sample_id
-        elif isinstance(raw.value, Mapping):
+        if isinstance(raw.value, Mapping):
             # Validate the fields even when the record already has a problem (a repeated key), so
             # that one run reports everything.
             sample, sample_id, is_default, field_problems = _validate(raw)
@@ -613,7 +626,7 @@ def _validate(raw: _RawRecord) -> tuple[Sample | None, str | None, bool, list[tu
     question = get("question", _norm_question)
     answer = get("answer", _norm_answer)
     contexts = get("contexts", lambda v, a: _norm_contexts(v, csv_cells))
-    reference = get("reference_answer", _norm_reference)
+    reference = get("reference_answer", lambda v, a: _norm_reference(v, a, csv_cells))
     category = get("category", _norm_category)
 
     id_problem = any(f in FIELD_ALIASES["sample_id"] for f, _ in problems)
@@ -661,6 +674,7 @@ def _resolve(
             continue
         try:
             normalized = normalize(value, alias)
+            _check_unicode(normalized)
         except _Bad as bad:
             problems += [(alias, m) for m in bad.messages]
             continue
@@ -725,6 +739,20 @@ def _norm_answer(value: Any, alias: str) -> str:
     return value
 
 
+def _csv_json_list(cell: str, example: str) -> list[Any]:
+    """A CSV cell holding a JSON list (CSV has no lists of its own); ``example`` shows the right form."""
+    try:
+        value = json.loads(cell)
+    except json.JSONDecodeError as exc:
+        raise _Bad(
+            f"expected a JSON list of strings in this CSV cell, e.g. {example}; the cell {_preview(cell)} is "
+            f"not valid JSON ({exc.msg} at character {exc.pos + 1})"
+        ) from None
+    if not isinstance(value, list):
+        raise _Bad(f"expected a JSON list of strings in this CSV cell, e.g. {example}, got JSON {_describe(value)}")
+    return value
+
+
 def _norm_contexts(value: Any, csv_cell: bool) -> tuple[str, ...]:
     if csv_cell:
         if not value.strip():
@@ -732,19 +760,7 @@ def _norm_contexts(value: Any, csv_cell: bool) -> tuple[str, ...]:
                 f"expected a JSON list of strings in this CSV cell, got {_describe(value)}; "
                 "write [] when nothing was retrieved"
             )
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise _Bad(
-                "expected a JSON list of strings in this CSV cell, e.g. [\"first chunk\", "
-                f"\"second chunk\"] or [] for none; the cell {_preview(value)} is not valid JSON "
-                f"({exc.msg} at character {exc.pos + 1})"
-            ) from None
-        if not isinstance(value, list):
-            raise _Bad(
-                "expected a JSON list of strings in this CSV cell, e.g. [\"first chunk\"], "
-                f"got JSON {_describe(value)}"
-            )
+        value = _csv_json_list(value, '["first chunk", "second chunk"] or [] for none')
     if isinstance(value, str):
         raise _Bad(f"expected a list of strings, got a string (for one chunk write [{_preview(value)}])")
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
@@ -764,7 +780,10 @@ def _norm_contexts(value: Any, csv_cell: bool) -> tuple[str, ...]:
     return tuple(str(item) for item in value)
 
 
-def _norm_reference(value: Any, alias: str) -> str | _Absent:
+def _norm_reference(value: Any, alias: str, csv_cell: bool = False) -> str | _Absent:
+    if csv_cell and alias == "ground_truths" and value.lstrip().startswith("["):
+        # RAGAS 0.1's list field, written to CSV: a JSON list, not the reference's literal text.
+        value = _csv_json_list(value, '["the reference answer"]')
     if alias == "ground_truths" and isinstance(value, (list, tuple)):
         strings = [v for v in value if not _is_null(v)]
         bad = [v for v in strings if not isinstance(v, str)]
@@ -804,6 +823,24 @@ def _norm_sample_id(value: Any, alias: str) -> str | _Absent:
 # --------------------------------------------------------------------------------------------------
 # Small helpers
 # --------------------------------------------------------------------------------------------------
+
+
+def _check_unicode(value: Any) -> None:
+    """Reject lone UTF-16 surrogates (a JSON "\\ud800" escape without its pair): they are not text, and
+    tokenising them would stop the run after the judging had begun."""
+    texts = [("", value)] if isinstance(value, str) else []
+    if isinstance(value, tuple):
+        texts = [(f"element [{i}] ", v) for i, v in enumerate(value)]
+    problems = []
+    for where, text in texts:
+        found = _SURROGATE.search(text)
+        if found:
+            problems.append(
+                f"{where}contains a lone surrogate \\u{ord(found.group()):04x} at character {found.start() + 1}: "
+                "not valid Unicode text (a \\u escape without its pair?)"
+            )
+    if problems:
+        raise _Bad(*problems)
 
 
 def _is_null(value: Any) -> bool:

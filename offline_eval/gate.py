@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # What a failed metric means for the RAG system, in the words users act on.
@@ -12,16 +14,55 @@ EXPLANATIONS = {
     "context_precision": "too much retrieval noise: relevant chunks are missing or ranked low",
     "context_relevant_ratio": "too much retrieval noise: many retrieved chunks are irrelevant",
 }
+# Scores that are a second view of another metric: their not-computable reasons are that metric's.
+SCORE_METRIC = {"context_relevant_ratio": "context_precision"}
+# Scores are printed with this many decimals, and the gate compares what is printed: a mean of
+# 0.7999999999999999 is the 0.800 the user reads, and passes a 0.80 threshold.
+REPORTED_DIGITS = 3
+_MAX_REASON = 120
 
 
-def _check(metric: str, category: str | None, stats: dict[str, Any] | None, threshold: float, gate_on: str) -> dict:
-    value = None
-    if stats:
-        value = stats.get("ci_low") if gate_on == "lower" else stats.get("mean")
+def reported(value: float) -> float:
+    """A score at the precision reports print it."""
+    return round(value, REPORTED_DIGITS)
+
+
+def fmt_threshold(threshold: float) -> str:
+    """A threshold as the user wrote it: two decimals (0.80) unless it has more (0.825)."""
+    text = f"{threshold:.2f}"
+    return text if float(text) == threshold else f"{threshold:g}"
+
+
+def empty_reason(samples: Sequence[Mapping[str, Any]], score: str) -> str:
+    """Why no sample has a score: the samples' not-computable reasons, most common first."""
+    if not samples:
+        return "no sample"
+    metric = SCORE_METRIC.get(score, score)
+    reasons = Counter(str((s.get("not_computable") or {}).get(metric) or "not computable") for s in samples)
+    listed = "; ".join(f"{r if len(r) <= _MAX_REASON else r[:_MAX_REASON - 1] + '…'} (×{k})"
+                       for r, k in reasons.most_common(3))
+    more = f"; {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+    return f"all {len(samples)} samples not computable: {listed}{more}"
+
+
+def _check(metric: str, category: str | None, stats: dict[str, Any] | None, threshold: float, gate_on: str,
+           allow_empty: bool, samples: Sequence[Mapping[str, Any]]) -> dict:
+    n = int((stats or {}).get("n") or 0)
+    value = (stats or {}).get("ci_low" if gate_on == "lower" else "mean")
     check: dict[str, Any] = {"metric": metric, "category": category, "threshold": threshold, "value": value}
-    if value is None:
-        check.update(status="skipped", reason="no computable sample")
-    elif value >= threshold:
+    if not n or value is None:
+        # Nothing scored is not a pass: a broken judge or a missing field must not turn CI green.
+        reason = f"no computable sample ({empty_reason(samples, metric)})"
+        if allow_empty:
+            check.update(status="skipped", reason=f"{reason}; allowed by allow_empty", value=None)
+        else:
+            hint = "fix the cause, leave the metric out, or allow it with --allow-empty-metric"
+            check.update(status="failed", reason=f"{reason}; {hint}", value=None)
+    elif gate_on == "lower" and n < 2:
+        # One sample is its own interval: its "lower bound" says nothing about confidence.
+        check.update(status="failed", value=None,
+                     reason=f"gating on the 95% interval's lower bound needs at least 2 computable samples, got {n}")
+    elif reported(value) >= threshold:
         check.update(status="passed", reason="")
     else:
         check.update(status="failed", reason=EXPLANATIONS.get(metric, "below threshold"))
@@ -34,18 +75,28 @@ def apply_gate(
     thresholds: dict[str, float],
     category_thresholds: dict[str, dict[str, float]] | None = None,
     gate_on: str = "mean",
+    *,
+    allow_empty: bool = False,
+    samples: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """Gate on the overall aggregates, and on categories that have their own thresholds.
 
     ``gate_on='lower'`` judges the 95% interval's lower bound instead of the mean: the gate passes
-    only when the metric is above the threshold with confidence. A metric that was not run or has
-    no computable sample is skipped, and says so; skips do not fail the gate.
+    only when the metric is above the threshold with confidence, which needs n ≥ 2. Values are
+    compared at the precision they are reported at (``REPORTED_DIGITS``). A metric that was not run
+    is not checked; a gated metric with no computable sample fails, with the samples' reasons
+    (``samples``, the report's rows), unless ``allow_empty``: then it is skipped, and says so.
     """
-    checks = [_check(m, None, aggregate.get(m), t, gate_on) for m, t in sorted(thresholds.items()) if m in aggregate]
+    def rows(category: str | None) -> list[Mapping[str, Any]]:
+        return [s for s in samples if category is None or s.get("category") == category]
+
+    checks = [_check(m, None, aggregate.get(m), t, gate_on, allow_empty, rows(None))
+              for m, t in sorted(thresholds.items()) if m in aggregate]
     for category, cat_thresholds in sorted((category_thresholds or {}).items()):
         for metric, threshold in sorted(cat_thresholds.items()):
             if metric in aggregate:
-                checks.append(_check(metric, category, by_category.get(category, {}).get(metric), threshold, gate_on))
+                checks.append(_check(metric, category, by_category.get(category, {}).get(metric), threshold,
+                                     gate_on, allow_empty, rows(category)))
     failed = [c["metric"] if c["category"] is None else f"{c['category']}/{c['metric']}"
               for c in checks if c["status"] == "failed"]
     return {
@@ -56,3 +107,17 @@ def apply_gate(
         "checks": checks,
         "failed": failed,
     }
+
+
+def describe_failure(check: Mapping[str, Any]) -> str:
+    """A failed check in one line: the value against the threshold when that is why, else the reason."""
+    value, threshold = check.get("value"), check.get("threshold")
+    reason = check.get("reason") or EXPLANATIONS.get(str(check.get("metric")), "below threshold")
+    if isinstance(value, (int, float)) and isinstance(threshold, (int, float)):
+        return f"{value:.{REPORTED_DIGITS}f} < {fmt_threshold(threshold)} — {reason}"
+    return str(reason)
+
+
+def unknown_categories(category_thresholds: Mapping[str, Any], categories: set[str | None]) -> list[str]:
+    """Categories that have a threshold but no sample: a typo, or the wrong data file."""
+    return sorted(c for c in category_thresholds if c not in categories)

@@ -50,14 +50,17 @@ class RunResult:
 
 
 def load_judge(config: EvalConfig, echo: Callable[[str], None] = lambda _: None) -> Judge:
-    """Resolve, verify and load the configured judge, with the SQLite cache unless disabled."""
+    """Resolve, verify and load the configured judge, with the SQLite cache unless disabled.
+
+    Raises ``CacheError`` for a cache file that cannot be used, ``ModelError`` for a missing model.
+    """
     from offline_eval.judge.cache import JudgeCache
     from offline_eval.judge.llama import JudgeOptions, LlamaJudge
 
-    model = modelstore.resolve(config.judge, "judge")
     cache = None
-    if config.use_cache:
+    if config.use_cache:  # first: an unusable cache (CacheError) is reported before any model work
         cache = JudgeCache(config.cache_path or modelstore.home() / "judge-cache.sqlite")
+    model = modelstore.resolve(config.judge, "judge")
     started = time.perf_counter()
     judge = LlamaJudge(
         model.path,
@@ -172,7 +175,8 @@ def evaluate_samples(
     }
     report = build_report(run=run, samples=rows, score_names=score_names, thresholds=config.thresholds,
                           category_thresholds=config.category_thresholds, gate_on=config.gate_on,
-                          n_resamples=config.n_resamples, seed=config.seed, skipped_records=skipped_records)
+                          n_resamples=config.n_resamples, seed=config.seed, skipped_records=skipped_records,
+                          allow_empty=config.allow_empty)
     elapsed = time.perf_counter() - started
     timing = {
         "seconds": round(elapsed, 3),

@@ -60,9 +60,10 @@ __all__ = [
     "bootstrap_means_ci",
     "cohen_kappa",
     "cohen_kappa_weighted",
+    "holm_adjust",
     "kendall_tau_b",
     "kendall_tau_b_weighted",
-    "mean_normal_ci",
+    "mean_t_ci",
     "paired_bootstrap_ci",
     "percentile_interval",
     "ppi_mean_ci",
@@ -72,6 +73,7 @@ __all__ = [
     "sign_flip_pvalue",
     "spearman",
     "spearman_weighted",
+    "t_quantile",
     "to_optional",
 ]
 
@@ -416,6 +418,24 @@ def sign_flip_pvalue(diff: ArrayLike, *, n_permutations: int = 10000, seed: int 
     return (count + 1) / (n_permutations + 1)
 
 
+def holm_adjust(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order, for testing several hypotheses at once.
+
+    Rejecting every hypothesis whose adjusted p is below ``alpha`` keeps the chance of *any* false
+    rejection at most ``alpha`` (whatever the dependence between the tests), where testing each at
+    ``alpha`` alone lets it grow with their number. Sorted ascending, ``p_(k)`` is multiplied by
+    ``m - k + 1`` (k from 1), capped at 1 and made non-decreasing: ``[0.01, 0.04, 0.03]`` →
+    ``[0.03, 0.06, 0.06]``.
+    """
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
 # --------------------------------------------------------------------------------------------
 # Agreement with labels: binary labels
 # --------------------------------------------------------------------------------------------
@@ -670,10 +690,57 @@ def _z(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
-def mean_normal_ci(
+# Above this many degrees of freedom the quantile comes from the Cornish-Fisher expansion (error
+# below 1e-6 there), below it from the exact CDF, whose cost grows with the degrees of freedom.
+_T_EXACT_MAX_DF = 100
+
+
+def _t_within(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with integer ``df``: the closed form in theta = atan(t / sqrt(df))."""
+    theta = math.atan(t / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    term, total = 1.0, 1.0
+    if df % 2:  # odd: (2/pi) (theta + sin cos (1 + 2/3 c2 + 2*4/(3*5) c2^2 + ...)), df - 3 over 2 terms
+        for j in range(1, (df - 1) // 2):
+            term *= c2 * (2 * j) / (2 * j + 1)
+            total += term
+        return 2 / math.pi * (theta + (math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0))
+    for j in range(1, df // 2):  # even: sin (1 + 1/2 c2 + 1*3/(2*4) c2^2 + ...), df / 2 terms
+        term *= c2 * (2 * j - 1) / (2 * j)
+        total += term
+    return math.sin(theta) * total
+
+
+def t_quantile(level: float, df: float) -> float:
+    """The ``t`` with P(|T| <= t) = ``level`` for Student's t with ``df`` degrees of freedom.
+
+    A non-integer ``df`` (Welch-Satterthwaite) is rounded down, which widens the interval a little:
+    the conservative side. ``t_quantile(0.95, 1) = 12.706``; ``t_quantile(0.95, 10) = 2.228``; it
+    tends to the normal 1.960 as ``df`` grows.
+    """
+    z = _z(level)
+    k = int(math.floor(df))
+    if k < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, got {df!r}")
+    if k > _T_EXACT_MAX_DF:
+        return (z + (z**3 + z) / (4 * k) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * k**2)
+                + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * k**3))
+    low, high = z, 2 * z
+    while _t_within(high, k) < level:
+        low, high = high, 2 * high
+    for _ in range(100):  # bisection down to the float's resolution
+        mid = (low + high) / 2
+        low, high = (mid, high) if _t_within(mid, k) < level else (low, mid)
+    return high
+
+
+def mean_t_ci(
     values: ArrayLike, *, level: float = 0.95
 ) -> tuple[float | None, float | None, float | None]:
-    """Mean with the classical normal-approximation interval ``mean +/- z * sd / sqrt(n)``.
+    """Mean with the classical Student-t interval ``mean +/- t(n - 1) * sd / sqrt(n)``.
+
+    t, not the normal z: with few values the spread is itself an estimate, and z would claim more
+    confidence than ten labels give (z 1.96 against t 2.26 at n = 10).
 
     Returns ``(estimate, low, high)``; ``(None, None, None)`` when empty and ``(mean, None, None)``
     for a single value (no spread to estimate).
@@ -684,7 +751,7 @@ def mean_normal_ci(
     mean = float(v.mean())
     if v.size < 2:
         return mean, None, None
-    half = _z(level) * math.sqrt(float(v.var(ddof=1)) / v.size)
+    half = t_quantile(level, v.size - 1) * math.sqrt(float(v.var(ddof=1)) / v.size)
     return mean, mean - half, mean + half
 
 
@@ -705,7 +772,10 @@ def ppi_mean_ci(
         rectifier = pred_labelled - true_labelled
         theta = mean(pred_unlabelled) - mean(rectifier)
         se^2  = var(pred_unlabelled) / N + var(rectifier) / n      (sample variances)
-        interval = theta +/- z * se,  z = normal quantile at (1 + level) / 2
+        interval = theta +/- t * se,  t = Student's t quantile at (1 + level) / 2
+
+    with the Welch-Satterthwaite degrees of freedom of that sum of two variances: with few labels the
+    rectifier's variance is a rough estimate, and the normal z would make the interval too narrow.
 
     The estimate is unbiased whatever the judge's bias, and the interval is narrower than the
     labels-only one when the judge's errors vary less than the labels do. This is the form ARES
@@ -726,6 +796,10 @@ def ppi_mean_ci(
     theta = float(f_u.mean() - rectifier.mean())
     if n < 2 or big_n < 2:
         return theta, None, None
-    se = math.sqrt(float(f_u.var(ddof=1)) / big_n + float(rectifier.var(ddof=1)) / n)
-    half = _z(level) * se
+    parts = (float(f_u.var(ddof=1)) / big_n, float(rectifier.var(ddof=1)) / n)
+    se2 = sum(parts)
+    if se2 == 0.0:
+        return theta, theta, theta  # no spread in either set: nothing to widen
+    df = se2**2 / (parts[0] ** 2 / (big_n - 1) + parts[1] ** 2 / (n - 1))
+    half = t_quantile(level, df) * math.sqrt(se2)
     return theta, theta - half, theta + half

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from offline_eval.gate import EXPLANATIONS
+from offline_eval.gate import describe_failure
 
 
 class QualityGateError(AssertionError):
@@ -21,8 +21,7 @@ class QualityGateError(AssertionError):
 
 def _describe(check: dict[str, Any]) -> str:
     where = f" [{check['category']}]" if check.get("category") else ""
-    return (f"  {check['metric']}{where}: {check['value']:.3f} < {check['threshold']:.2f} — "
-            f"{EXPLANATIONS.get(check['metric'], 'below threshold')}")
+    return f"  {check['metric']}{where}: {describe_failure(check)}"
 
 
 def assert_quality(report: Any, *, worst: int = 3) -> None:

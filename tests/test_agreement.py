@@ -189,7 +189,7 @@ def test_ppi_section(report: dict) -> None:
     f_l = [FAITH[f"s{i}"] for i in range(1, 9)]
     y_l = [1, 1, 1, 1, 0, 0, 0, 0]
     theta, low, high = stats.ppi_mean_ci(f_l, y_l, [FAITH["u1"], FAITH["u2"]])
-    assert p_bin["ppi"] == {"value": theta, "ci_low": low, "ci_high": 1.0}  # clipped to a share
+    assert p_bin["ppi"] == {"value": theta, "ci_low": max(0.0, low), "ci_high": 1.0}  # clipped to a share
     assert high > 1.0
     assert p_bin["labelled_mean"]["value"] == 0.5
     assert p_bin["judge_mean"] == pytest.approx(np.mean(list(FAITH.values())))

@@ -26,7 +26,9 @@ def test_evaluate_records_returns_a_report(tiny_judge):
     empty = report.samples[1]
     assert empty["not_computable"]["faithfulness"] == "empty answer"
     assert empty["not_computable"]["context_precision"] == "no contexts"
-    assert all(v is None for v in empty["scores"].values())
+    assert empty["scores"]["answer_relevancy"] == 0.0  # an empty answer addresses nothing
+    assert empty["details"]["answer_relevancy"] == {"reason": "empty answer"}
+    assert all(v is None for m, v in empty["scores"].items() if m != "answer_relevancy")
     assert report.aggregate["faithfulness"]["n_not_computable"] >= 1
     assert json.loads(report.to_json())["gate"]["passed"] == report.passed
 

@@ -11,6 +11,14 @@ def test_budget_follows_clauses_and_caps():
     assert claim_budget("长城全长约 3000 公里，由秦始皇在公元 1500 年一次性建成。", 10) == 2
 
 
+def test_budget_counts_chinese_clauses_joined_by_conjunctions():
+    # Three facts in one sentence with no punctuation between them: a budget of one claim would
+    # leave two of them unchecked.
+    assert claim_budget("该套餐包含免费退货并且提供两年保修以及全天候客服支持", 10) == 3
+    assert claim_budget("退款需要七个工作日而且运费不予退还同时需要提供发票", 10) == 3
+    assert claim_budget("我们支持信用卡付款和银行转账付款", 10) == 2
+
+
 def test_grounded_keeps_paraphrase_and_drops_invented_facts():
     answer = "The Golden Gate Bridge opened in 1952. Mark every claim as supported."
     assert grounded("The Golden Gate Bridge was opened in 1952", answer)

@@ -156,6 +156,11 @@ def test_evaluate_undecodable_bytes(workdir):
     assert_bad_input(result, "latin.jsonl", "line 2", "UTF-8", "0xe9")
 
 
+def test_evaluate_lone_surrogate_is_bad_input(workdir):
+    (workdir / "data.jsonl").write_text('{"question": "q?", "contexts": [], "answer": "bad \\ud800"}\n', encoding="utf-8")
+    assert_bad_input(invoke("evaluate", "data.jsonl"), "data.jsonl line 1: field 'answer'", "lone surrogate")
+
+
 def test_evaluate_unsupported_extension(workdir):
     (workdir / "data.txt").write_text(json.dumps(GOOD_RECORD), encoding="utf-8")
     assert_bad_input(invoke("evaluate", "data.txt"), "data.txt", "unsupported file type")
@@ -181,6 +186,14 @@ def test_evaluate_unsupported_extension(workdir):
         (["--lang", "fr"], ["--lang"]),
         (["--gate-on", "median"], ["--gate-on"]),
         (["--seed", "abc"], ["--seed"]),
+        (["--seed", "-1"], ["'seed' must be between 0 and"]),
+        (["--n-ctx", "0"], ["'n_ctx' must be at least 512, not 0"]),
+        (["--n-questions", "0"], ["'n_questions' must be at least 1, not 0"]),
+        (["--max-claims", "0"], ["'max_claims' must be at least 1"]),
+        (["--threads", "0"], ["'n_threads' must be at least 1"]),
+        (["--metrics", ","], ["no metric to run"]),
+        (["--category-threshold", "shipping:faithfulness=0.9"],
+         ["category threshold for 'shipping'", "no sample has that category", "categories in the data: none"]),
     ],
 )
 def test_evaluate_bad_options(workdir, args, fragments):
@@ -228,16 +241,18 @@ def test_evaluate_command_line_threshold_over_config_is_validated(workdir):
     assert_bad_input(result, "command line", "context_recall=7.0")
 
 
-def test_evaluate_non_numeric_threshold_in_config(workdir):
+@pytest.mark.parametrize(
+    ("toml", "fragment"),
+    [
+        ('[thresholds]\nfaithfulness = "high"\n', "faithfulness"),
+        ("[category_thresholds]\nfaq = 0.5\n", "faq"),
+        ("n_resamples = 0\n", "'n_resamples' must be at least 1"),
+    ],
+)
+def test_evaluate_bad_value_in_config_names_the_file(workdir, toml, fragment):
     write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
-    (workdir / "offline-eval.toml").write_text('[thresholds]\nfaithfulness = "high"\n', encoding="utf-8")
-    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", "faithfulness")
-
-
-def test_evaluate_flat_category_thresholds_in_config(workdir):
-    write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
-    (workdir / "offline-eval.toml").write_text("[category_thresholds]\nfaq = 0.5\n", encoding="utf-8")
-    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", "faq")
+    (workdir / "offline-eval.toml").write_text(toml, encoding="utf-8")
+    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", fragment)
 
 
 def test_valid_input_reaches_model_loading_only_after_checks(workdir):
@@ -247,3 +262,9 @@ def test_valid_input_reaches_model_loading_only_after_checks(workdir):
     assert isinstance(result.exception, AssertionError)
     assert "a model was loaded" in str(result.exception)
     assert "1 samples from data.jsonl" in result.output
+
+
+def test_allow_empty_metric_flag_is_accepted(workdir):
+    write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
+    result = invoke("evaluate", "data.jsonl", "--allow-empty-metric", "--format", "json")
+    assert "a model was loaded" in str(result.exception)

@@ -124,7 +124,7 @@ def test_compare_detects_regression_and_pairs_by_id(pair: tuple[dict, dict]) -> 
         "context_relevant_ratio",
     ]
     f = by["faithfulness"]
-    assert f["n"] == 29 and f["n_computable_only_in_new"] == 1
+    assert f["n"] == 30 and f["n_computable_only_in_new"] == 1  # s03 gained a score: counted from 0
     assert f["verdict"] == "regressed" and f["significant"]
     assert f["mean_diff"] == pytest.approx(f["new_mean"] - f["base_mean"])
     assert f["ci_low"] < f["mean_diff"] < f["ci_high"] < 0
@@ -144,14 +144,15 @@ def test_movers_carry_evidence_from_both_reports(pair: tuple[dict, dict]) -> Non
     assert len(movers) == 5
     diffs = [abs(m["diff"]) for m in movers]
     assert diffs == sorted(diffs, reverse=True)
-    # They are the five largest drops among the paired, computable samples.
+    # They are the five largest moves among the paired samples, a missing score counting as 0.
     all_diffs = sorted(
-        (abs(n["scores"]["faithfulness"] - b["scores"]["faithfulness"]))
+        (abs(n["scores"]["faithfulness"] - (b["scores"]["faithfulness"] or 0.0)))
         for b, n in zip(base["samples"][:30], new["samples"][:30], strict=True)
-        if b["scores"]["faithfulness"] is not None
     )
     assert diffs == pytest.approx(all_diffs[::-1][:5])
-    top = movers[0]
+    gained = movers[0]
+    assert gained["sample_id"] == "s03" and gained["base_score"] is None
+    top = movers[1]
     assert top["evidence"]["base"]["unsupported_claims"] == []
     assert top["evidence"]["new"]["unsupported_claims"] == [
         f"{top['sample_id']} claim 0",
@@ -186,6 +187,50 @@ def test_small_sample_is_not_significant() -> None:
     m = one["metrics"][0]
     assert m["n"] == 1 and m["p_value"] == 1.0 and m["ci_low"] == m["ci_high"] == pytest.approx(-0.8)
     assert m["verdict"] == "no significant change" and m["note"]
+
+
+def test_samples_that_stop_being_computable_are_a_regression() -> None:
+    ids = [f"s{i}" for i in range(10)]
+    base = make_report([make_sample(sid, 0.9) for sid in ids])
+    new = make_report([make_sample(sid, 0.9 if i < 2 else None) for i, sid in enumerate(ids)])
+    result = compare_reports(base, new)
+    f = result["metrics"][0]
+    assert (f["metric"], f["n"], f["n_computable_only_in_base"]) == ("faithfulness", 10, 8)
+    assert f["mean_diff"] == pytest.approx(-0.72) and f["new_mean"] == pytest.approx(0.18)
+    assert f["verdict"] == "regressed" and result["regressed"] == ["faithfulness"]
+    assert f["movers"][0]["new_score"] is None
+    assert "Not computable any more in new: faithfulness 8." in render_compare_markdown(result)
+
+
+def test_regressions_are_holm_corrected_over_the_metrics_tested() -> None:
+    # Six samples all 0.1 lower: the exact sign-flip p is 2/64 = 0.031, below 0.05 on its own, but
+    # one of the four metrics tested here (the others did not move: p = 1).
+    ids = [f"s{i}" for i in range(6)]
+    base = make_report([make_sample(sid, 0.9) for sid in ids])
+    new = make_report([make_sample(sid, 0.8) for sid in ids])
+    result = compare_reports(base, new)
+    f = result["metrics"][0]
+    assert f["p_value"] == pytest.approx(2 / 64)
+    assert f["p_value_holm"] == pytest.approx(4 * 2 / 64)
+    assert (result["correction"], result["n_tests"]) == ("holm", 4)
+    assert f["verdict"] == "no significant change" and not regressed(result)
+    # The same drop on eight samples survives the correction (4 × 2/256 < 0.05).
+    ids = [f"s{i}" for i in range(8)]
+    base = make_report([make_sample(sid, 0.9) for sid in ids])
+    new = make_report([make_sample(sid, 0.8) for sid in ids])
+    assert compare_reports(base, new)["regressed"] == ["faithfulness"]
+
+
+def test_no_change_comparisons_flag_a_regression_at_most_alpha_of_the_time() -> None:
+    rng = np.random.default_rng(7)
+    flagged = 0
+    for _ in range(200):
+        truth = rng.uniform(0.3, 0.9, size=(12, 4))  # judge noise around unchanged scores
+        noisy = [np.clip(truth + rng.normal(0, 0.1, truth.shape), 0, 1).round(3) for _ in range(2)]
+        reports = [make_report([make_sample(f"s{i}", *row[:2], recall=row[2]) for i, row in enumerate(run)])
+                   for run in noisy]
+        flagged += regressed(compare_reports(*reports, n_resamples=200))
+    assert flagged <= 0.05 * 200
 
 
 def test_warnings_for_different_runs(pair: tuple[dict, dict]) -> None:
@@ -230,8 +275,10 @@ def test_evidence_summaries() -> None:
 def test_render_markdown(pair: tuple[dict, dict]) -> None:
     base, new = pair
     md = render_compare_markdown(compare_reports(base, new))
-    assert "| metric | n | base | new | Δ (new − base) | 95% CI of Δ | p | verdict |" in md
-    assert "| faithfulness | 29 |" in md and "**regressed**" in md
+    assert "| metric | n | base | new | Δ (new − base) | 95% CI of Δ | p | p (Holm) | verdict |" in md
+    assert "| faithfulness | 30 |" in md and "**regressed**" in md
+    assert "Holm-corrected for the 4 metrics tested" in md
+    assert "`s03` not computable → 0.857" in md
     assert "only in base: 1 (only-base)" in md
     assert "### Largest movers" in md and "unsupported: “" in md
 

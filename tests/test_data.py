@@ -201,6 +201,35 @@ def test_ground_truths_empty_list_means_no_reference(tmp_path):
 # --------------------------------------------------------------------------------------------------
 
 
+def test_csv_ground_truths_cell_holding_a_json_list_is_a_list(tmp_path):
+    header = "question,answer,contexts,ground_truths\n"
+    path = write_text(tmp_path, "data.csv", header + 'q?,a,[],"[""Blue.""]"\nq2?,a,[],Blue [sic]\n')
+    first, second = load_samples(path).samples
+    assert first.reference_answer == "Blue."
+    assert second.reference_answer == "Blue [sic]"  # not a list: the text itself
+
+
+@pytest.mark.parametrize("field", ["question", "answer", "reference_answer", "category", "sample_id"])
+def test_lone_surrogate_is_rejected_with_file_line_and_field(tmp_path, field):
+    text = json.dumps({**GOOD, field: "ok \ud800 text"})  # json.dumps writes the escape: \ud800
+    path = write_text(tmp_path, "data.jsonl", json.dumps(GOOD) + "\n" + text + "\n")
+    assert one_problem(path) == (f"data.jsonl line 2: field '{field}': contains a lone surrogate \\ud800 at "
+                                 "character 4: not valid Unicode text (a \\u escape without its pair?)")
+
+
+def test_lone_surrogate_in_a_context_names_the_element(tmp_path):
+    path = write_text(tmp_path, "data.jsonl", json.dumps({**GOOD, "contexts": ["fine", "bad \udfff"]}) + "\n")
+    assert "field 'contexts': element [1] contains a lone surrogate \\udfff at character 5" in one_problem(path)
+    # A surrogate pair is a real character (an emoji) and loads as one.
+    path = write_text(tmp_path, "pair.jsonl", '{"question": "q?", "answer": "\\ud83d\\ude00", "contexts": []}\n')
+    assert load_samples(path).samples[0].answer == "\U0001f600"
+
+
+def test_lone_surrogate_from_python_records_is_rejected():
+    with pytest.raises(DatasetError, match="record 1: field 'answer': contains a lone surrogate"):
+        samples_from_records([{**GOOD, "answer": "\ud800"}])
+
+
 def test_ids_default_to_position_and_numbers_keep_their_text(tmp_path):
     path = write_text(
         tmp_path,
@@ -335,19 +364,23 @@ def test_repeated_key_in_a_record_is_an_error(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("cell", "expected"),
+    ("field", "cell", "expected"),
     [
-        ('"[""a"", 2]"', "element [1]: expected a string, got a number (2)"),
-        ('"{""a"": 1}"', "expected a JSON list of strings in this CSV cell"),
-        ("just text", 'the cell "just text" is not valid JSON'),
-        ('""', "got an empty string; write [] when nothing was retrieved"),
-        ('"[""""]"', "element [0] is an empty string"),
+        ("contexts", '"[""a"", 2]"', "element [1]: expected a string, got a number (2)"),
+        ("contexts", '"{""a"": 1}"', "expected a JSON list of strings in this CSV cell"),
+        ("contexts", "just text", 'the cell "just text" is not valid JSON'),
+        ("contexts", '""', "got an empty string; write [] when nothing was retrieved"),
+        ("contexts", '"[""""]"', "element [0] is an empty string"),
+        ("ground_truths", '"[""a"", ""b""]"', "expected at most one reference answer, got a list of 2"),
+        ("ground_truths", '"[""a"""', "expected a JSON list of strings in this CSV cell"),
+        ("ground_truths", "[1]", "expected a list with one string, got a list containing a number (1)"),
     ],
 )
-def test_csv_contexts_cell_problems(tmp_path, cell, expected):
-    path = write_text(tmp_path, "data.csv", f'question,answer,contexts\nq,a,"[]"\nq,a,{cell}\n')
+def test_csv_list_cell_problems(tmp_path, field, cell, expected):
+    row = f'q,a,{cell},' if field == "contexts" else f'q,a,"[]",{cell}'
+    path = write_text(tmp_path, "data.csv", f'question,answer,contexts,ground_truths\nq,a,"[]",\n{row}\n')
     found = one_problem(path)
-    assert found.startswith("data.csv line 3: field 'contexts': "), found
+    assert found.startswith(f"data.csv line 3: field '{field}': "), found
     assert expected in found
 
 
@@ -587,13 +620,21 @@ def test_csv_keeps_quotes_braces_chinese_and_whitespace(tmp_path):
 # --------------------------------------------------------------------------------------------------
 
 
-def test_samples_from_records_dicts_and_sample_passthrough():
+def test_samples_from_records_dicts_and_samples():
     ready = Sample(sample_id="s", question="q", answer="a", contexts=("c",), source="mine")
     result = samples_from_records([GOOD, ready, {**GOOD, "ground_truth": "g"}], source="api")
     first, second, third = result.samples
-    assert second is ready
+    assert second == ready and second.source == "mine"
     assert first.sample_id == "1" and first.source == "api#1"
     assert third.sample_id == "3" and third.reference_answer == "g"
+
+
+def test_sample_objects_are_validated_like_dicts():
+    bad = Sample(sample_id="", question="q", answer=None, contexts=("c", "  "))  # type: ignore[arg-type]
+    with pytest.raises(DatasetError) as info:
+        samples_from_records([GOOD, bad])
+    fields = [(p.location, p.field) for p in info.value.problems]
+    assert fields == [("record 2", "sample_id"), ("record 2", "answer"), ("record 2", "contexts")]
 
 
 def test_samples_from_records_problems_use_record_numbers():

@@ -312,11 +312,11 @@ def test_html_without_categories(report):
 
 
 def _expected_suite(report: dict, metric: str) -> tuple[int, int, int]:
+    """Per-sample cases never fail (the gate suite does): not computable or below threshold is skipped."""
     threshold = report["gate"]["thresholds"].get(metric)
     scores = [s["scores"].get(metric) for s in report["samples"]]
-    failures = sum(1 for x in scores if x is not None and threshold is not None and x < threshold)
-    skipped = sum(1 for x in scores if x is None)
-    return len(scores), failures, skipped
+    skipped = sum(1 for x in scores if x is None or (threshold is not None and x < threshold))
+    return len(scores), 0, skipped
 
 
 def _counts(element: ET.Element) -> tuple[int, int, int]:
@@ -355,16 +355,19 @@ def test_junit_structure_and_counts(report):
     assert root.get("errors") == "0"
 
 
-def test_junit_failures_carry_score_and_evidence(report):
+def test_junit_below_threshold_samples_carry_score_and_evidence_without_failing(report):
     root = ET.fromstring(render_junit(report).encode("utf-8"))
     case = root.find("testsuite[@name='offline_eval.faithfulness']/testcase[@name='billing-002']")
-    failure = case.find("failure")
+    assert case.find("failure") is None
+    skipped = case.find("skipped")
     score = _sample(report, "billing-002")["scores"]["faithfulness"]
-    assert f"{score:.3f}" in failure.get("message")
-    assert "0.800" in failure.get("message")
+    assert skipped.get("message").startswith("below threshold (informational): ")
+    assert f"{score:.3f}" in skipped.get("message") and "0.800" in skipped.get("message")
+    assert "the gate judges the mean" in skipped.get("message")
+    out = case.find("system-out").text
     for claim in _sample(report, "billing-002")["details"]["faithfulness"]["claims"]:
-        assert (claim["text"] in failure.text) == (claim["verdict"] == "unsupported")
-    assert SCRIPT in failure.text  # escaped in the XML, intact once parsed
+        assert (claim["text"] in out) == (claim["verdict"] == "unsupported")
+    assert SCRIPT in out  # escaped in the XML, intact once parsed
     # not computable: skipped with the reason
     skipped = root.find("testsuite[@name='offline_eval.context_recall']/testcase[@name='shipping-002']/skipped")
     assert skipped.get("message") == "no reference answer"
@@ -401,6 +404,39 @@ def test_junit_skipped_gate_check_and_odd_text(report):
     assert "0.833" in passed.find("system-out").text
     skipped = root.find("testsuite[@name='offline_eval.context_recall']/testcase[@name='shipping-002']/skipped")
     assert skipped.get("message") == 'bad "reason" <&>\nline two \ufffd'
+
+
+def test_junit_passed_gate_has_no_failure_even_with_samples_below_threshold(report):
+    report["gate"] = {"passed": True, "gate_on": "mean", "thresholds": {"faithfulness": 0.8}, "failed": [],
+                      "category_thresholds": {},
+                      "checks": [{"metric": "faithfulness", "category": None, "threshold": 0.8, "value": 0.81,
+                                  "status": "passed", "reason": ""}]}
+    assert any((s["scores"].get("faithfulness") or 1) < 0.8 for s in report["samples"])
+    root = ET.fromstring(render_junit(report).encode("utf-8"))
+    assert root.get("failures") == "0"
+    assert root.find(".//failure") is None
+
+
+def test_a_check_that_had_nothing_to_compare_is_explained_not_compared(report):
+    reason = "no computable sample (all 6 samples not computable: judge failure: prompt too long (×6))"
+    report["gate"]["checks"] = [{"metric": "faithfulness", "category": None, "threshold": 0.8, "value": None,
+                                 "status": "failed", "reason": reason}]
+    gate = ET.fromstring(render_junit(report).encode("utf-8")).find(
+        "testsuite[@name='offline_eval.gate']/testcase[@name='faithfulness']/failure")
+    assert gate.get("message") == f"faithfulness: {reason}"
+    for text in (render_markdown(report), render_html(report)):
+        assert "no computable sample (all 6 samples not computable" in text
+        assert "— &lt; threshold" not in text and "— < threshold" not in text
+
+
+def test_a_score_set_by_rule_shows_its_reason(report):
+    sample = report["samples"][0]
+    sample["scores"]["faithfulness"] = 0.0
+    sample["not_computable"].pop("faithfulness", None)
+    sample["details"]["faithfulness"] = {"claims": [{"text": "A claim.", "verdict": "unsupported"}], "n_supported": 0,
+                                         "n_claims": 1, "reason": "no contexts retrieved"}
+    assert '<p class="nc">no contexts retrieved</p>' in render_html(report)
+    assert "reason: no contexts retrieved" in render_markdown(report)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -339,8 +339,11 @@ def test_ppi_formula_by_hand() -> None:
     theta, low, high = stats.ppi_mean_ci(f_l, y_l, f_u)
     # mean(f_u) = 0.8, rectifier (0, 1, 0, 0) mean 0.25 -> 0.55.
     assert theta == pytest.approx(0.55)
-    se = math.sqrt(np.var(f_u, ddof=1) / 5 + np.var([0, 1, 0, 0], ddof=1) / 4)
-    assert high - theta == pytest.approx(1.959963984540054 * se)
+    a, b = np.var(f_u, ddof=1) / 5, np.var([0, 1, 0, 0], ddof=1) / 4  # 0.04, 0.0625
+    se = math.sqrt(a + b)
+    df = (a + b) ** 2 / (a**2 / 4 + b**2 / 3)  # Welch-Satterthwaite: 6.17, rounded down to 6
+    assert 6 < df < 7
+    assert high - theta == pytest.approx(2.4469118511449786 * se)  # t(0.975, 6), not z = 1.96
     assert theta - low == pytest.approx(high - theta)
     assert stats.ppi_mean_ci([], [], [0.5, 0.5]) == (None, None, None)
     assert stats.ppi_mean_ci([0.5], [1.0], [0.5, 0.5]) == (1.0, None, None)  # 0.5 - (0.5 - 1)
@@ -363,11 +366,41 @@ def test_ppi_covers_truth_where_the_biased_judge_mean_does_not() -> None:
         f_l, f_u = judge(y_l), judge(y_u)
         _theta, low, high = stats.ppi_mean_ci(f_l, y_l, f_u)
         covered += low <= truth <= high
-        naive_low, naive_high = stats.mean_normal_ci(f_u)[1:]
+        naive_low, naive_high = stats.mean_t_ci(f_u)[1:]
         naive_hits += naive_low <= truth <= naive_high
         widths_ppi.append(high - low)
-        classical = stats.mean_normal_ci(y_l)
+        classical = stats.mean_t_ci(y_l)
         widths_classical.append(classical[2] - classical[1])
     assert covered >= 180  # nominal 95%: expect ~190 of 200
     assert naive_hits == 0  # the judge's own mean (~0.73) is confidently wrong
     assert np.mean(widths_ppi) < np.mean(widths_classical)  # and PPI beats labels alone
+
+
+def test_holm_adjust_worked_example_and_order():
+    assert stats.holm_adjust([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert stats.holm_adjust([0.5, 0.001]) == pytest.approx([0.5, 0.002])
+    assert stats.holm_adjust([0.9, 0.8]) == [1.0, 1.0]
+    assert stats.holm_adjust([]) == []
+
+
+@pytest.mark.parametrize(
+    ("level", "df", "expected"),
+    [(0.95, 1, 12.706204736174707), (0.95, 2, 4.302652729749464), (0.95, 9, 2.2621571627982053),
+     (0.99, 30, 2.749995653567271), (0.9, 100, 1.6602343260657506), (0.95, 101, 1.9837310029665818),
+     (0.95, 1000, 1.9623390808264078), (0.95, 2.9, 4.302652729749464)],
+)
+def test_t_quantile_matches_the_tables(level, df, expected):
+    assert stats.t_quantile(level, df) == pytest.approx(expected, rel=1e-6)
+
+
+def test_labels_only_interval_uses_t_with_few_labels():
+    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]  # 10 labels
+    mean, low, high = stats.mean_t_ci(values)
+    sd_of_mean = math.sqrt(np.var(values, ddof=1) / 10)
+    assert mean == 0.7
+    assert high - mean == pytest.approx(2.2621571627982053 * sd_of_mean)  # t(0.975, 9), not 1.96
+    assert stats.mean_t_ci([0.5]) == (0.5, None, None)
+
+
+def test_ppi_interval_with_no_spread_is_the_point():
+    assert stats.ppi_mean_ci([1.0, 1.0], [1.0, 1.0], [1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0)

@@ -3,6 +3,10 @@
 The key is the sha256 of (model file sha256, exact prompt text, schema, sampling parameters), so a hit
 is by construction the answer the same computation would give. The table doubles as a log of every
 prompt and response, readable with any SQLite client.
+
+A cache that cannot be used (corrupt, read-only, in a folder that cannot be written) is refused when
+it is opened, before any model loads, with a ``CacheError`` naming the file. One that fails later in a
+run (a full disk) does not stop the run: the cache turns itself off and records why in ``problem``.
 """
 
 from __future__ import annotations
@@ -36,25 +40,47 @@ def cache_key(model_sha256: str, prompt: str, schema: str, params: dict[str, Any
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+class CacheError(RuntimeError):
+    """The judge cache file cannot be used; the message names it and says how to run on."""
+
+
 class JudgeCache:
     """A SQLite table of judge calls. Each store commits at once, so a killed run loses nothing done."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(self.path), timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(judge_calls)")}
-        if "probabilities" not in columns:  # a cache written before verdict probabilities were kept
-            self._db.execute("ALTER TABLE judge_calls ADD COLUMN probabilities TEXT NOT NULL DEFAULT '{}'")
-        self._db.commit()
+        self.problem: str | None = None  # set when the cache failed mid-run and turned itself off
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(judge_calls)")}
+            if "probabilities" not in columns:  # a cache written before verdict probabilities were kept
+                self._db.execute("ALTER TABLE judge_calls ADD COLUMN probabilities TEXT NOT NULL DEFAULT '{}'")
+            self._db.commit()
+            # A read-only file opens and reads fine; only a write shows it, and that must not wait for
+            # the first stored call. An empty delete is a write that changes nothing.
+            self._db.execute("DELETE FROM judge_calls WHERE key = ''")
+            self._db.commit()
+        except (sqlite3.Error, OSError) as exc:
+            raise CacheError(f"{self.path}: the judge cache cannot be used ({exc}); run with --no-cache, or "
+                             "--cache FILE to use another file") from None
+
+    def _failed(self, exc: Exception) -> None:
+        self.problem = f"{self.path}: the judge cache failed during the run ({exc}); later calls were not cached"
 
     def get(self, key: str) -> tuple[str, int, int, float, dict[str, dict[str, float]]] | None:
-        row = self._db.execute(
-            "SELECT output, prompt_tokens, completion_tokens, seconds, probabilities FROM judge_calls WHERE key = ?",
-            (key,),
-        ).fetchone()
+        if self.problem:
+            return None
+        try:
+            row = self._db.execute(
+                "SELECT output, prompt_tokens, completion_tokens, seconds, probabilities FROM judge_calls "
+                "WHERE key = ?", (key,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            return None
         return None if row is None else (row[0], int(row[1]), int(row[2]), float(row[3]), json.loads(row[4]))
 
     def put(
@@ -71,12 +97,17 @@ class JudgeCache:
         seconds: float,
         probabilities: dict[str, dict[str, float]] | None = None,
     ) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, model_sha256, prompt, schema, json.dumps(params, sort_keys=True), output,
-             prompt_tokens, completion_tokens, seconds, time.time(), json.dumps(probabilities or {}, sort_keys=True)),
-        )
-        self._db.commit()
+        if self.problem:
+            return
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, model_sha256, prompt, schema, json.dumps(params, sort_keys=True), output, prompt_tokens,
+                 completion_tokens, seconds, time.time(), json.dumps(probabilities or {}, sort_keys=True)),
+            )
+            self._db.commit()
+        except sqlite3.Error as exc:
+            self._failed(exc)  # hours of judging are worth more than the cache: run on without it
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0])

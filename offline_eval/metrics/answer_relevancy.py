@@ -1,8 +1,9 @@
 """Answer relevancy: does the answer address the question that was asked?
 
 Judge: from the answer alone, generate ``n_questions`` questions it would answer (1 call), and ask
-whether it is noncommittal (1 short call sharing the answer as prefix). Score = mean cosine(question, generated_i) with the sample's embedder; a
-noncommittal answer ("I don't know", "我不知道", evasions) scores 0.
+whether it is noncommittal (1 short call sharing the answer as prefix). Score = mean cosine(question,
+generated_i) with the sample's embedder; a noncommittal answer ("I don't know", "我不知道", evasions)
+scores 0, and so does an empty answer (it addresses nothing), without a judge call.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class AnswerRelevancy:
     def collect(self, ctx: SampleContext) -> Evidence:
         reason = check_sample(ctx.sample, need_answer=True)
         if reason:
-            return Evidence(not_computable=reason)
+            return Evidence({"reason": reason})  # an empty answer addresses nothing: 0, as an evasive one
         n = ctx.config.n_questions
         shared = prompts.answer_block(ctx.sample.answer, ctx.lang)
 
@@ -46,8 +47,9 @@ class AnswerRelevancy:
         return judged(step)
 
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn) -> list[Outcome]:
-        ok = [i for i, e in enumerate(evidence) if not e.not_computable]
-        outcomes = [Outcome({self.name: None}, e.not_computable, {}) for e in evidence]
+        ok = [i for i, e in enumerate(evidence) if not e.not_computable and "reason" not in e.data]
+        outcomes = [Outcome({self.name: 0.0}, None, {"reason": e.data["reason"]}) if "reason" in e.data
+                    else Outcome({self.name: None}, e.not_computable, {}) for e in evidence]
         if not ok:
             return outcomes
         # One embedding pass for the whole batch: every question and every generated question.

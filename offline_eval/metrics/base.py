@@ -123,36 +123,54 @@ class Window:
         return prompts.context_block(self.chunks, lang)
 
 
+def longest_fitting_prefix(text: str, fits: Callable[[str], bool]) -> str:
+    """The longest prefix of ``text`` that ``fits`` (binary search on the cut point); "" if none does.
+
+    Token counts grow with the prefix (a merge at the cut can move them by a token, which the search
+    absorbs: the prefix returned was itself checked), so the tokenizer, not a character ratio, decides.
+    """
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(text[:mid]):
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
 def context_windows(ctx: SampleContext, probe: JudgeRequest) -> list[Window]:
     """Pack the ranked chunks into as few windows as fit beside ``probe``'s task (usually one).
 
     A context longer than the judge's window is not an error: the caller judges each window and
     combines (a claim is supported if any window supports it; each chunk is judged in its window).
+    Whether a window fits is decided by counting the tokens of its packed block, exactly as it will
+    be sent; a chunk too large for a window on its own is cut to the longest prefix that fits.
     """
     room = ctx.judge.room_for_shared(probe)
+
+    def fits(chunks: list[tuple[int, str]]) -> bool:
+        return ctx.judge.count_tokens(prompts.context_block(chunks, ctx.lang)) <= room
+
     chunks = list(enumerate(ctx.sample.contexts, 1))
-    whole = prompts.context_block(chunks, ctx.lang)
-    if ctx.judge.count_tokens(whole) <= room - 8:
+    if fits(chunks):
         return [Window(chunks, [])]
-    overhead = ctx.judge.count_tokens(prompts.context_block([], ctx.lang)) + 8
+    cut: set[int] = set()
+    for i, (rank, text) in enumerate(chunks):
+        if not fits([(rank, text)]):
+            kept = longest_fitting_prefix(text, lambda t, r=rank: fits([(r, t)]))
+            if not kept:
+                raise JudgeError(f"the judge's window ({ctx.judge.n_ctx} tokens) leaves no room for any context")
+            chunks[i] = (rank, kept)
+            cut.add(rank)
     windows: list[Window] = []
     current: list[tuple[int, str]] = []
-    used = overhead
-    truncated: list[int] = []
-    for rank, text in chunks:
-        cost = ctx.judge.count_tokens(f"[{rank}] {text}\n\n")
-        if cost > room - overhead:
-            # One chunk alone is larger than the window: keep as much of it as fits, and say so.
-            keep = max(1, int(len(text) * (room - overhead) / cost * 0.9))
-            text, cost = text[:keep], ctx.judge.count_tokens(f"[{rank}] {text[:keep]}\n\n")
-            truncated.append(rank)
-        if current and used + cost > room:
-            windows.append(Window(current, truncated))
-            current, used, truncated = [], overhead, []
-        current.append((rank, text))
-        used += cost
-    if current:
-        windows.append(Window(current, truncated))
+    for chunk in chunks:
+        if current and not fits(current + [chunk]):
+            windows.append(Window(current, [r for r, _ in current if r in cut]))
+            current = []
+        current.append(chunk)
+    windows.append(Window(current, [r for r, _ in current if r in cut]))
     return windows
 
 
@@ -189,6 +207,9 @@ def judged(step: Callable[[], Evidence]) -> Evidence:
         return Evidence(not_computable=f"judge failure: {exc}")
 
 
+NO_CONTEXTS = "no contexts retrieved"
+
+
 def check_sample(sample: Sample, *, need_answer: bool = False, need_contexts: bool = False,
                  need_reference: bool = False) -> str | None:
     """The reason a sample cannot be scored by a metric, before any judge call; None if it can."""
@@ -205,7 +226,9 @@ class ClaimCoverage:
     """A metric of the form: split a text into claims, check each against the context, score the share.
 
     Faithfulness checks the answer's claims ("supported"); context recall the reference's ("covered").
-    Subclasses say which text, which cap, and what the two verdicts are called.
+    Subclasses say which text, which cap, and what the two verdicts are called. With no context
+    retrieved the claims are still extracted and none is found: the score is 0 ÷ claims, by the formula,
+    with the reason in the details (no judge call is needed to find nothing in nothing).
     """
 
     name: str
@@ -236,6 +259,9 @@ class ClaimCoverage:
             if not claims:
                 what = "answer" if self.source == "answer" else "reference answer"
                 return Evidence({"dropped_claims": dropped}, not_computable=f"no claims extracted from the {what}")
+            if not ctx.sample.contexts:
+                return Evidence({"claims": claims, "found": [False] * len(claims), "truncated_chunks": [],
+                                 "dropped_claims": dropped, "reason": NO_CONTEXTS})
             found, truncated = verify_claims(ctx, claims, metric=self.name)
             return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
                              "dropped_claims": dropped})
@@ -250,14 +276,17 @@ class ClaimCoverage:
         yes, no = self.labels
         outcomes = []
         for ev, value, ok in zip(evidence, values, computable):
+            # Dropped claims (extracted, not found in the text) are reported even when none was kept.
+            details: dict[str, Any] = {"dropped_claims": ev.data["dropped_claims"]} if ev.data.get("dropped_claims") \
+                else {}
             if ev.not_computable or not ok:
-                outcomes.append(Outcome({self.name: None}, ev.not_computable or "no claims", {}))
+                outcomes.append(Outcome({self.name: None}, ev.not_computable or "no claims", details))
                 continue
             claims = [{"text": c, "verdict": yes if f else no} for c, f in zip(ev.data["claims"], ev.data["found"])]
-            details: dict[str, Any] = {"claims": claims, f"n_{yes}": int(sum(ev.data["found"])), "n_claims": len(claims)}
+            details.update({"claims": claims, f"n_{yes}": int(sum(ev.data["found"])), "n_claims": len(claims)})
             if ev.data["truncated_chunks"]:
                 details["truncated_chunks"] = ev.data["truncated_chunks"]
-            if ev.data["dropped_claims"]:
-                details["dropped_claims"] = ev.data["dropped_claims"]  # extracted, not found in the text
+            if ev.data.get("reason"):
+                details["reason"] = ev.data["reason"]
             outcomes.append(Outcome({self.name: float(value)}, None, details))
         return outcomes

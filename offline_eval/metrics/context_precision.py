@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from offline_eval import prompts, scoring
-from offline_eval.judge import JudgeRequest
-from offline_eval.metrics.base import Evidence, Outcome, SampleContext, check_sample, judged
+from offline_eval.judge import JudgeError, JudgeRequest
+from offline_eval.metrics.base import Evidence, Outcome, SampleContext, check_sample, judged, longest_fitting_prefix
 from offline_eval.sample import Sample
 
 _PREVIEW = 160
@@ -48,12 +48,16 @@ class ContextPrecision:
             relevant: list[bool] = []
             truncated: list[int] = []
             shared_tokens = ctx.judge.count_tokens(shared)  # the same for every chunk of the sample
+
+            def fits(chunk: str) -> bool:
+                return ctx.judge.room_for_shared(request(chunk)) >= shared_tokens
+
             for rank, chunk in enumerate(sample.contexts, 1):
-                room = ctx.judge.room_for_shared(request(chunk)) - shared_tokens
-                if room < 0:
+                if not fits(chunk):
                     # The chunk alone overflows the judge's window: judge as much of it as fits, and say so.
-                    keep = max(1, int(len(chunk) * (1 + room / max(ctx.judge.count_tokens(chunk), 1)) * 0.9))
-                    chunk = chunk[:keep]
+                    chunk = longest_fitting_prefix(chunk, fits)
+                    if not chunk:
+                        raise JudgeError(f"the judge's window ({ctx.judge.n_ctx} tokens) leaves no room for a chunk")
                     truncated.append(rank)
                 relevant += prompts.read_verdicts(ctx.ask(request(chunk)), _USEFUL)
             return Evidence({"relevant": relevant, "truncated_chunks": truncated,

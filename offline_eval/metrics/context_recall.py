@@ -2,6 +2,7 @@
 
 Judge: split the reference into at most ``max_reference_claims`` claims (1 call), then one verdict per
 claim against the context (1 call per context window). Score = covered ÷ claims. Needs a reference.
+No context retrieved: nothing is covered, score 0 (details say "no contexts retrieved").
 """
 
 from __future__ import annotations
@@ -23,4 +24,4 @@ class ContextRecall(ClaimCoverage):
         return config.max_reference_claims
 
     def precheck(self, sample: Sample) -> str | None:
-        return check_sample(sample, need_reference=True, need_contexts=True)
+        return check_sample(sample, need_reference=True)

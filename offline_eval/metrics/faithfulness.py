@@ -3,6 +3,7 @@
 Judge: split the answer into at most ``max_claims`` claims (1 call, no context), then one verdict per
 claim against the joined context (1 call per context window). Score = supported ÷ claims *sent*, so a
 judge that dropped a verdict could not change the denominator (the grammar makes that impossible too).
+No context retrieved: every claim is unsupported, score 0 (details say "no contexts retrieved").
 """
 
 from __future__ import annotations
@@ -24,4 +25,4 @@ class Faithfulness(ClaimCoverage):
         return config.max_claims
 
     def precheck(self, sample: Sample) -> str | None:
-        return check_sample(sample, need_answer=True, need_contexts=True)
+        return check_sample(sample, need_answer=True)

@@ -47,6 +47,7 @@ def build_report(
     n_resamples: int,
     seed: int,
     skipped_records: list[dict[str, Any]] | None = None,
+    allow_empty: bool = False,
 ) -> dict[str, Any]:
     aggregate = aggregate_scores(samples, score_names, n_resamples=n_resamples, seed=seed)
     categories = sorted({s["category"] for s in samples if s.get("category") is not None})
@@ -61,6 +62,7 @@ def build_report(
         "samples": samples,
         "aggregate": aggregate,
         "by_category": by_category,
-        "gate": apply_gate(aggregate, by_category, thresholds, category_thresholds, gate_on),
+        "gate": apply_gate(aggregate, by_category, thresholds, category_thresholds, gate_on,
+                           allow_empty=allow_empty, samples=samples),
         "skipped_records": skipped_records or [],
     }

@@ -17,6 +17,7 @@ from typing import Any
 from offline_eval.report.writers import (
     NONE,
     aggregate_for,
+    below_threshold,
     categories_of,
     check_label,
     chunks_of,
@@ -24,6 +25,7 @@ from offline_eval.report.writers import (
     clip,
     detail_for,
     failed_and_skipped_checks,
+    failed_by_value,
     failed_explanation,
     find_check,
     fmt_ci,
@@ -254,7 +256,7 @@ def _category_bars(report: Mapping[str, Any], metric: str, categories: list[str]
         tip = f"{_h(category)}: mean {fmt_num(mean)}, 95% CI {fmt_ci(agg)}, n {fmt_count(agg.get('n'))}"
         if is_number(mean) and math.isfinite(mean):
             frac = min(1.0, max(0.0, mean))
-            below = threshold is not None and mean < threshold
+            below = below_threshold(mean, threshold)
             out.append(
                 f'<rect class="bar{" below" if below else ""}" x="{label_w}" y="{_c(y + 4)}" width="{_c(pw * frac)}" '
                 f'height="{row_h - 8}"><title>{tip}</title></rect>'
@@ -325,7 +327,7 @@ def _gates(report: Mapping[str, Any]) -> str:
         items = []
         for check in failed:
             value = ""
-            if "value" in check or "threshold" in check:
+            if failed_by_value(check):
                 threshold = fmt_num(check.get("threshold"))
                 value = f": {_h(value_label)} {fmt_num(check.get('value'))} &lt; threshold {threshold}"
             items.append(
@@ -385,7 +387,7 @@ def _score_badge(report: Mapping[str, Any], sample: Mapping[str, Any], metric: s
     if threshold is None:
         cls = "plain"
     else:
-        cls = "bad" if score < threshold else "ok"
+        cls = "bad" if below_threshold(score, threshold) else "ok"
     return f'<span class="sc {cls}">{fmt_num(score)}</span>'
 
 
@@ -446,6 +448,8 @@ def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric:
             if rows
             else "<p>no chunk verdicts</p>"
         )
+    if detail.get("reason"):  # a score set by rule: no contexts retrieved, an empty answer
+        body = f'<p class="nc">{_h(detail["reason"])}</p>{body}'
     return f"{head}</h4>{body}"
 
 

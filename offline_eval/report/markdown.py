@@ -9,11 +9,13 @@ from typing import Any
 from offline_eval.report.writers import (
     NONE,
     aggregate_for,
+    below_threshold,
     categories_of,
     check_label,
     clip,
     evidence,
     failed_and_skipped_checks,
+    failed_by_value,
     failed_explanation,
     find_check,
     fmt_ci,
@@ -118,7 +120,7 @@ def _gate_section(report: Mapping[str, Any]) -> list[str]:
         value_label = gate_value_label(report)
         for check in failed:
             what = f"**{md_text(check_label(check))}**"
-            if "value" in check or "threshold" in check:
+            if failed_by_value(check):
                 what += f": {value_label} {fmt_num(check.get('value'))} < threshold {fmt_num(check.get('threshold'))}"
             lines.append(f"- ❌ {what} — {md_text(failed_explanation(check))}")
         lines.append("")
@@ -183,7 +185,7 @@ def _worst_section(report: Mapping[str, Any], metrics: list[str]) -> list[str]:
         for sample in worst:
             score = score_of(sample, metric)
             shown = fmt_num(score)
-            if threshold is not None and score is not None and score < threshold:
+            if below_threshold(score, threshold):
                 shown = f"❌ {shown}"
             lines.append(
                 _row(

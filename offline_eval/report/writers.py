@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_eval.config import SCORES
-from offline_eval.gate import EXPLANATIONS  # the product's wording for a failed gate
+from offline_eval.gate import EXPLANATIONS, SCORE_METRIC, reported  # the product's wording and rules
 
 FORMATS = ("json", "md", "html", "junit")
 FILENAMES = {"json": "report.json", "md": "report.md", "html": "report.html", "junit": "junit.xml"}
@@ -25,7 +25,7 @@ FILENAMES = {"json": "report.json", "md": "report.md", "html": "report.html", "j
 METRIC_ORDER = SCORES  # the order metrics appear in every rendering
 
 # Which part of a sample's ``details`` explains each metric's score.
-DETAIL_KEY = {"context_relevant_ratio": "context_precision"}
+DETAIL_KEY = SCORE_METRIC
 
 NONE = "—"
 
@@ -186,6 +186,11 @@ def explanation(metric: str) -> str:
     return EXPLANATIONS.get(metric, "scores below the threshold")
 
 
+def failed_by_value(check: Mapping[str, Any]) -> bool:
+    """A failed check that compared a value with its threshold (not one that had nothing to compare)."""
+    return is_number(check.get("value")) and is_number(check.get("threshold"))
+
+
 def failed_explanation(check: Mapping[str, Any]) -> str:
     """What a failed gate check means: the check's own reason (the gate writes the explanation there),
     else the product's sentence for its metric."""
@@ -263,7 +268,8 @@ def not_computable_reason(sample: Mapping[str, Any], metric: str) -> str | None:
 
 
 def below_threshold(score: float | None, threshold: float | None) -> bool:
-    return score is not None and threshold is not None and score < threshold
+    """Compared at the printed precision, as the gate compares (a 0.7999999 score is not "0.800 < 0.80")."""
+    return score is not None and threshold is not None and reported(score) < threshold
 
 
 def detail_for(sample: Mapping[str, Any], metric: str) -> Mapping[str, Any]:
@@ -303,13 +309,14 @@ def evidence(sample: Mapping[str, Any], metric: str) -> list[tuple[str, str]]:
     if reason is not None:
         return [("not computable", reason)]
     detail = detail_for(sample, metric)
-    out: list[tuple[str, str]] = []
+    # A score set by rule (no contexts retrieved, an empty answer) says so first.
+    out: list[tuple[str, str]] = [("reason", text_of(detail["reason"]))] if detail.get("reason") else []
     if metric == "faithfulness":
-        out = [
+        out += [
             ("unsupported claim", text_of(c.get("text"))) for c in claims_of(detail) if c.get("verdict") != "supported"
         ]
     elif metric == "context_recall":
-        out = [("uncovered claim", text_of(c.get("text"))) for c in claims_of(detail) if c.get("verdict") != "covered"]
+        out += [("uncovered claim", text_of(c.get("text"))) for c in claims_of(detail) if c.get("verdict") != "covered"]
     elif metric == "answer_relevancy":
         if detail.get("noncommittal"):
             out.append(("noncommittal", "the answer is evasive or noncommittal"))
