@@ -201,6 +201,53 @@ def build_wheel(python: Path, args: list[str], key: str) -> Path:
     return sorted(folder.glob("llama_cpp_python-*.whl"))[0]
 
 
+def candidates(profile: str) -> list[str]:
+    """The requested profile, then each more conservative baseline, without two of the same build."""
+    out: list[str] = []
+    keys: set[str] = set()
+    for candidate in (profile, *FALLBACKS):
+        if candidate == "avx2" and not is_x86():
+            continue
+        key = build_key(current_args(candidate))
+        if key not in keys:
+            keys.add(key)
+            out.append(candidate)
+    return out
+
+
+def _failure_file(key: str) -> Path:
+    return wheel_home() / key / "smoke-failed.json"
+
+
+def failed_here(key: str) -> str | None:
+    """Why this build failed its smoke check on this CPU before, if it did (then it is not tried again:
+    a machine that segfaults on AMX will do so every time). OFFLINE_EVAL_LLAMA_RETRY=1 tries again."""
+    if os.environ.get("OFFLINE_EVAL_LLAMA_RETRY") == "1":
+        return None
+    try:
+        record = json.loads(_failure_file(key).read_text())
+    except (OSError, ValueError):
+        return None
+    return record.get("reason") if record.get("cpu") == cpu_name() else None
+
+
+def _record_failure(key: str, reason: str) -> None:
+    path = _failure_file(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cpu": cpu_name(), "reason": reason}) + "\n")
+
+
+def usable(profile: str) -> str:
+    """The first candidate for ``profile`` that has not failed on this CPU (the last one regardless)."""
+    options = candidates(profile)
+    for candidate in options:
+        reason = failed_here(build_key(current_args(candidate)))
+        if reason is None:
+            return candidate
+        say(f"skipping build profile {candidate}: it failed its smoke check on this CPU before ({reason})")
+    return options[-1]
+
+
 def install(venv: Path, profile: str) -> dict:
     """Make the venv's llama-cpp-python the build for ``profile`` on this machine (no-op when it is)."""
     args = current_args(profile)
@@ -211,8 +258,9 @@ def install(venv: Path, profile: str) -> dict:
         return stamp
     wheel = build_wheel(python, args, key)
     say(f"installing llama-cpp-python built for this CPU (profile {profile}, build {key})")
-    _quietly([str(python), "-m", "pip", "--disable-pip-version-check", "install", "--no-deps", "--no-index",
-              "--force-reinstall", "--no-cache-dir", str(wheel)])
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check", "install", "--no-cache-dir"]
+    _quietly([*pip, "--no-deps", "--no-index", "--force-reinstall", str(wheel)])
+    _quietly([*pip, "-c", str(CONSTRAINTS), str(wheel)])  # its own dependencies (diskcache, jinja2...), if missing
     stamp = {"key": key, "profile": profile, "cmake_args": args, "wheel": str(wheel), "cpu": cpu_name(),
              "smoke": None}
     _write_stamp(venv, stamp)
@@ -241,19 +289,16 @@ def smoke(venv: Path, extra: list[str]) -> tuple[bool, str]:
 
 def check(venv: Path, profile: str, extra: list[str]) -> None:
     """Smoke-check the installed build; on failure rebuild with each baseline in turn and check again."""
-    stamp = install(venv, profile)
+    stamp = install(venv, usable(profile))
     if stamp.get("smoke") == "passed" and not os.environ.get("OFFLINE_EVAL_SMOKE_FAULT"):
         say(f"llama.cpp build {stamp['key']} ({stamp['profile']}) already passed its smoke check on this machine")
         return
     tried: list[str] = []
-    seen: set[str] = set()
-    for candidate in (profile, *FALLBACKS):
-        if candidate == "avx2" and not is_x86():
-            continue
+    for candidate in candidates(profile):
         key = build_key(current_args(candidate))
-        if key in seen:
+        if (reason := failed_here(key)) is not None:
+            tried.append(f"  {candidate}: {reason} (an earlier set-up)")
             continue
-        seen.add(key)
         stamp = install(venv, candidate)
         ok, message = smoke(venv, extra)
         if ok:
@@ -261,14 +306,16 @@ def check(venv: Path, profile: str, extra: list[str]) -> None:
             _write_stamp(venv, stamp)
             say(f"llama.cpp smoke check passed (profile {candidate}): {message}")
             return
+        _record_failure(key, message)
         tried.append(f"  {candidate}: {message}")
         say(f"llama.cpp smoke check FAILED with profile {candidate}: {message}")
-        if candidate != FALLBACKS[-1]:
+        if candidate != candidates(profile)[-1]:
             say("rebuilding with a more conservative instruction set")
     raise SystemExit(
         f"setup failed: no llama.cpp build works on this machine ({cpu_name()}, {platform.machine()}).\n"
         "Tried:\n" + "\n".join(tried) + "\n"
-        "Run `.venv/bin/python -m offline_eval.smoke --verbose` to see llama.cpp's own log, and report it with the lines above."
+        "Run `.venv/bin/python -m offline_eval.smoke --verbose` to see llama.cpp's own log, and report it with "
+        "the lines above (OFFLINE_EVAL_LLAMA_RETRY=1 tries the failed builds again)."
     )
 
 
@@ -284,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     elif opts.command == "key":
         print(build_key(current_args(opts.profile)))
     elif opts.command == "install":
-        install(opts.venv, opts.profile)
+        install(opts.venv, usable(opts.profile))
     else:
         gpu_layers = opts.gpu_layers or ("-1" if opts.profile == "cuda" else None)
         check(opts.venv, opts.profile, ["--gpu-layers", gpu_layers] if gpu_layers else [])

@@ -94,3 +94,21 @@ def test_doctor_reports_a_crashing_smoke_decode_as_unhealthy():
         pytest.skip("llama-cpp-python or the models are not installed here: the smoke decode is not reached")
     assert not d.healthy
     assert d.problems == ["the smoke decode crashed (signal 11, segmentation fault)"]
+
+
+def test_a_build_that_failed_on_this_cpu_is_not_chosen_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("OFFLINE_EVAL_HOME", str(tmp_path))
+    monkeypatch.delenv("OFFLINE_EVAL_LLAMA_RETRY", raising=False)
+    first = llama_build.candidates("native")[0]
+    assert first == "native" and llama_build.usable("native") == "native"
+    llama_build._record_failure(llama_build.build_key(llama_build.current_args("native")), "crashed with signal 11")
+    assert llama_build.failed_here(llama_build.build_key(llama_build.current_args("native"))) == "crashed with signal 11"
+    assert llama_build.usable("native") == llama_build.candidates("native")[1]
+    monkeypatch.setenv("OFFLINE_EVAL_LLAMA_RETRY", "1")
+    assert llama_build.usable("native") == "native"
+    monkeypatch.delenv("OFFLINE_EVAL_LLAMA_RETRY")
+    monkeypatch.setattr(llama_build, "cpu_name", lambda cpuinfo=None: "another CPU")  # the record is per CPU
+    assert llama_build.usable("native") == "native"
+    # the fallbacks never repeat a build: on a CPU without AVX2 the avx2 baseline is the plain one
+    monkeypatch.setattr(llama_build, "cpu_flags", lambda cpuinfo=None: set(OLD_X86))
+    assert llama_build.candidates("auto") == ["auto"]
