@@ -67,3 +67,40 @@ def grounded(claim: str, source: str, *, question: str = "", min_overlap: float 
     in_source = units & _content_units(source)
     present = in_source | (units & _content_units(question))
     return bool(in_source) and len(present) / len(units) >= min_overlap
+
+
+# A sentence ends at . ! ? (followed by a space or the end; "3.5" and "e.g." do not end one), at a
+# Chinese full stop, question or exclamation mark, or at a line break (list items).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z0-9])|(?<=[。！？])|\n+")
+_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|mr|mrs|dr|no|fig|approx|ca)\.$", re.IGNORECASE)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text that state something (at least one content unit), in order."""
+    parts: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if parts and _ABBREVIATION.search(parts[-1]):
+            parts[-1] = f"{parts[-1]} {piece}"  # "e.g. Paris" does not start a sentence
+        else:
+            parts.append(piece)
+    return [p for p in parts if _content_units(p)]
+
+
+def uncovered_sentences(text_sentences: list[str], claims: list[str], min_coverage: float = 0.5) -> list[int]:
+    """Positions of the sentences whose content the claims do not cover.
+
+    A sentence is covered when at least ``min_coverage`` of its content units appear in the claims
+    taken together. A small judge asked to split a ten-sentence answer into claims returned about
+    five and left whole sentences out — the hallucinated one among them, which then could never be
+    caught. Such a sentence is checked as it stands.
+    """
+    claimed = set().union(*(_content_units(c) for c in claims)) if claims else set()
+    out = []
+    for i, sentence in enumerate(text_sentences):
+        units = _content_units(sentence)
+        if units and len(units & claimed) / len(units) < min_coverage:
+            out.append(i)
+    return out

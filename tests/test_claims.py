@@ -54,3 +54,26 @@ def test_claims_about_the_text_itself_are_dropped():
     assert grounded("Deleted projects are kept for 14 days.", reference, question=question)
     assert not grounded("参考答案提到 30 天内可以全额退款", "30 天内可全额退款，超过 30 天只能换店铺积分。")
     assert grounded("30 天内可以全额退款", "30 天内可全额退款，超过 30 天只能换店铺积分。")
+
+
+def test_sentences_split_where_sentences_end():
+    from offline_eval.claims import sentences
+
+    text = ("The average annual temperature is 61°F. It costs $3.50, e.g. for adults! Is it open?\n"
+            "- Passage 2 is reliable\n\nOk.")
+    assert sentences(text) == ["The average annual temperature is 61°F.", "It costs $3.50, e.g. for adults!",
+                               "Is it open?", "- Passage 2 is reliable"]
+    assert sentences("长城很长。它建于秦朝！真的吗？") == ["长城很长。", "它建于秦朝！", "真的吗？"]
+    assert sentences("") == []
+
+
+def test_a_sentence_no_claim_covers_is_found():
+    from offline_eval.claims import sentences, uncovered_sentences
+
+    answer = ("San Diego has mild weather. The average annual temperature is 61°F. "
+              "Rain falls mostly in winter.")
+    claims = ["San Diego has mild weather.", "Rain falls mostly in winter in San Diego."]
+    assert uncovered_sentences(sentences(answer), claims) == [1]
+    assert uncovered_sentences(sentences(answer), claims + ["The average annual temperature is 61 °F."]) == []
+    assert uncovered_sentences(sentences(answer), []) == [0, 1, 2]
+    assert uncovered_sentences(["北京是中国的首都。", "上海有两千多万人口。"], ["北京是中国首都"]) == [1]
