@@ -54,19 +54,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--balanced", action="store_true")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="any evaluate() setting, e.g. embedder=use-multilingual-v3 (JSON values: "
+                             "max_claims=12); a rerun with another scoring setting is answered from the cache")
     args = parser.parse_args(argv)
+    settings = {}
+    for item in args.settings:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--set takes KEY=VALUE, not {item!r}")
+        try:
+            settings[key.strip()] = json.loads(value)
+        except ValueError:
+            settings[key.strip()] = value
 
     mapping = MAPPINGS[args.name]
     items = select(bench_adapters.convert(args.name, args.split), mapping, args.limit, args.balanced)
     samples_path, labels_path = bench_adapters.write(items, args.out)
     started = time.perf_counter()
-    report = evaluate(samples_path, judge=args.judge, metrics=tuple(mapping), n_ctx=args.n_ctx)
+    report = evaluate(samples_path, judge=args.judge, metrics=tuple(mapping), n_ctx=args.n_ctx, **settings)
     seconds = time.perf_counter() - started
     report.write(args.out, ("json", "md"))
     labels = [json.loads(line) for line in labels_path.read_text("utf-8").splitlines()]
     result = agreement(report.data, labels, mapping)
     (args.out / "agreement.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"{args.name} {args.split}: {len(items)} items, judge {args.judge}, {seconds:.0f}s "
+    print(f"{args.name} {args.split}: {len(items)} items, judge {args.judge}, {seconds:.0f}s, settings {settings} "
           f"({report.timing.get('judge_calls')} judge calls, {report.timing.get('cache_hits')} cached)")
     print(render_agreement_markdown(result))
     return 0
