@@ -11,8 +11,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import jsonschema
-
 # For each enum field of a schema, the judge's probability of each option ({"claim_1": {"yes": 0.93, ...}}).
 Probabilities = dict[str, dict[str, float]]
 
@@ -143,6 +141,8 @@ class Backend(Protocol):
 
 def validate_output(text: str, schema: dict[str, Any]) -> Any:
     """Parse and validate a judge's output; raise JudgeError saying exactly what was wrong."""
+    import jsonschema  # here, not at the top: the metric registry imports this module, and --help stays instant
+
     try:
         value = json.loads(text)
     except ValueError as exc:

@@ -107,7 +107,7 @@ margin:2px 0 8px}
 .v{display:inline-block;font-size:11px;font-weight:600;padding:0 6px;border-radius:9px;margin-right:6px;
 white-space:nowrap}
 .v.good{background:var(--okbg);color:var(--ok)}.v.bad{background:var(--badbg);color:var(--bad)}
-.v.na{background:var(--warnbg);color:var(--warn)}.ev .lbl{color:var(--muted);margin-right:6px}
+.v.na{background:var(--warnbg);color:var(--warn)}.v.plain{background:var(--soft);color:var(--muted)}.ev .lbl{color:var(--muted);margin-right:6px}
 .ev .p{color:var(--muted);font-size:12px;white-space:nowrap}
 .nc{color:var(--warn)}p.nc{margin:2px 0 8px}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
@@ -392,7 +392,7 @@ def _score_badge(report: Mapping[str, Any], sample: Mapping[str, Any], metric: s
 def _finding(finding: Mapping[str, Any]) -> str:
     """One decided item: its verdict as a badge (good, bad, or graded), what it is, its text, P(yes)."""
     ok = finding.get("ok")
-    cls = "good" if ok is True else "bad" if ok is False else "na"
+    cls = "good" if ok is True else "bad" if ok is False else "plain"
     probability = finding.get("probability")
     p = f' <span class="p" title="the judge\'s probability of yes">P(yes) {fmt_num(probability)}</span>' \
         if is_number(probability) else ""
