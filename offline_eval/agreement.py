@@ -22,9 +22,6 @@ from the judge's mean on the unlabelled samples corrected by the judge's bias on
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import os
 from pathlib import Path
@@ -33,12 +30,9 @@ from typing import Any
 import numpy as np
 
 from offline_eval import stats
-from offline_eval.compare import (
-    ReportError,
-    computable_score,
-    metric_names,
-    sample_index,
-)
+from offline_eval.report.text import md_text
+from offline_eval.report.view import ReportError, metric_names, samples_by_id, score_of
+from offline_eval.table import TableError, Row, read_rows, read_text
 
 __all__ = [
     "LabelsError",
@@ -63,93 +57,22 @@ class LabelsError(Exception):
 # --------------------------------------------------------------------------------------------
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _parse_json(text: str, path: Path, lineno: int | None = None) -> Any:
-    """Parse JSON (NaN and Infinity rejected); a problem is a LabelsError naming the file and line.
-
-    ``lineno``: the file line ``text`` stands on (a JSON Lines row); without it, the parser's line.
-    """
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        line = exc.lineno if lineno is None else lineno
-        raise LabelsError(f"{path}:{line}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-    except ValueError as exc:
-        where = path if lineno is None else f"{path}:{lineno}"
-        raise LabelsError(f"{where}: invalid JSON: {exc}") from None
-
-
 def _check_row_id(row: dict, where: str, seen: dict[str, str], path: Path) -> None:
     sid = row.get("sample_id")
     if sid is None or isinstance(sid, bool) or (isinstance(sid, str) and not sid.strip()):
-        raise LabelsError(f"{path}:{where}: missing 'sample_id'")
+        raise LabelsError(f"{path} {where}: missing 'sample_id'")
     if not isinstance(sid, (str, int)):
-        raise LabelsError(f"{path}:{where}: 'sample_id' must be a string, got {sid!r}")
+        raise LabelsError(f"{path} {where}: 'sample_id' must be a string, got {sid!r}")
     sid = str(sid).strip()
     if sid in seen:
-        raise LabelsError(f"{path}:{where}: duplicate sample_id {sid!r} (first at {seen[sid]})")
+        raise LabelsError(f"{path} {where}: duplicate sample_id {sid!r} (first at {seen[sid]})")
     seen[sid] = where
     row["sample_id"] = sid
 
 
-def _load_jsonl(text: str, path: Path) -> list[dict]:
-    rows: list[dict] = []
-    seen: dict[str, str] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = _parse_json(line, path, lineno)
-        if not isinstance(row, dict):
-            raise LabelsError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-        _check_row_id(row, str(lineno), seen, path)
-        rows.append(row)
-    return rows
-
-
-def _load_json_array(text: str, path: Path) -> list[dict]:
-    data = _parse_json(text, path)
-    if not isinstance(data, list):
-        raise LabelsError(f"{path}: expected a JSON array of objects or JSON Lines")
-    rows: list[dict] = []
-    seen: dict[str, str] = {}
-    for i, row in enumerate(data):
-        if not isinstance(row, dict):
-            raise LabelsError(f"{path}:item {i}: expected a JSON object, got {type(row).__name__}")
-        _check_row_id(row, f"item {i}", seen, path)
-        rows.append(row)
-    return rows
-
-
-def _load_csv(text: str, path: Path) -> list[dict]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    try:
-        fields = reader.fieldnames
-    except csv.Error as exc:
-        raise LabelsError(f"{path}:1: invalid CSV: {exc}") from None
-    if not fields:
-        raise LabelsError(f"{path}: empty file (expected a header row with 'sample_id')")
-    fields = [f.strip() if f else f for f in fields]
-    reader.fieldnames = fields
-    if "sample_id" not in fields:
-        raise LabelsError(f"{path}:1: no 'sample_id' column (columns: {', '.join(map(str, fields))})")
-    rows: list[dict] = []
-    seen: dict[str, str] = {}
-    try:
-        for raw in reader:
-            lineno = str(reader.line_num)
-            if None in raw:
-                raise LabelsError(f"{path}:{lineno}: more fields than the header has columns")
-            if all((v is None or not v.strip()) for v in raw.values()):
-                continue  # a blank row
-            row = dict(raw)
-            _check_row_id(row, lineno, seen, path)
-            rows.append(row)
-    except csv.Error as exc:
-        raise LabelsError(f"{path}:{reader.line_num}: invalid CSV: {exc}") from None
-    return rows
+def _check_header(header: list[str], line: int, path: Path) -> None:
+    if "sample_id" not in header:
+        raise LabelsError(f"{path} line {line}: no 'sample_id' column (columns: {', '.join(header)})")
 
 
 def load_labels(path: str | os.PathLike[str]) -> list[dict]:
@@ -157,34 +80,45 @@ def load_labels(path: str | os.PathLike[str]) -> list[dict]:
 
     Each row is a dict with a ``sample_id`` (returned as a stripped string) and label fields; CSV
     values stay strings and are interpreted later by :func:`parse_label`. Other extensions are
-    sniffed: a file starting with ``{`` is JSON Lines, ``[`` a JSON array, anything else CSV.
-    Blank lines are skipped. Raises :class:`LabelsError` naming the file and line for an unreadable
-    file, invalid JSON/CSV, a row without ``sample_id``, a duplicate ``sample_id``, or no rows.
+    sniffed: a file starting with ``{`` is JSON Lines, ``[`` a JSON array, anything else CSV. The file
+    is read by the same reader as datasets (``offline_eval.table``); blank lines and blank CSV rows
+    are skipped. Raises :class:`LabelsError` naming the file and line for an unreadable file, invalid
+    JSON/CSV, a row without ``sample_id``, a duplicate ``sample_id``, or no rows.
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise LabelsError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise LabelsError(f"{p}: cannot read labels file: {exc.strerror or exc}") from None
-    suffix = p.suffix.lower()
-    head = text.lstrip()[:1]
-    if suffix in (".jsonl", ".ndjson"):
-        rows = _load_jsonl(text, p)
-    elif suffix == ".json":
-        rows = _load_json_array(text, p) if head == "[" else _load_jsonl(text, p)
-    elif suffix == ".csv":
-        rows = _load_csv(text, p)
-    elif head == "{":
-        rows = _load_jsonl(text, p)
-    elif head == "[":
-        rows = _load_json_array(text, p)
-    else:
-        rows = _load_csv(text, p)
+        text, _ = read_text(p, extensions=None)
+        head, suffix = text.lstrip()[:1], p.suffix.lower()
+        if suffix in (".jsonl", ".ndjson") or (suffix == ".json" and head != "["):
+            fmt = "jsonl"
+        elif suffix == ".csv":
+            fmt = "csv"
+        else:
+            fmt = {"[": "json", "{": "jsonl"}.get(head, "csv")
+        table = read_rows(text, fmt, on_csv_header=lambda header, line: _check_header(header, line, p))
+    except TableError as exc:
+        raise LabelsError(f"{p}{' ' + exc.location if exc.location else ''}: {exc.message}") from None
+    rows: list[dict] = []
+    seen: dict[str, str] = {}
+    for row in table:
+        value = _label_row(row, p)
+        if value is None:
+            continue  # a blank CSV row
+        _check_row_id(value, row.location, seen, p)
+        rows.append(value)
     if not rows:
         raise LabelsError(f"{p}: no label rows")
     return rows
+
+
+def _label_row(row: Row, path: Path) -> dict | None:
+    if row.problem:
+        raise LabelsError(f"{path} {row.location}: {row.problem}")
+    if row.from_csv and all(not v.strip() for v in row.value.values()):
+        return None
+    if not isinstance(row.value, dict):
+        raise LabelsError(f"{path} {row.location}: expected a JSON object, got {type(row.value).__name__}")
+    return dict(row.value)
 
 
 def parse_label(value: Any) -> tuple[float | None, str | None]:
@@ -192,7 +126,7 @@ def parse_label(value: Any) -> tuple[float | None, str | None]:
 
     ``kind`` is ``"bool"`` for true/false, yes/no (any case) and JSON booleans (number 1.0/0.0),
     ``"number"`` for numbers and numeric strings, and ``None`` with number ``None`` for a missing
-    label (null, empty, "NA", "n/a", "null", "none"). Raises :class:`LabelsError` otherwise.
+    label (null, a NaN number, empty, "NA", "n/a", "null", "none"). Raises :class:`LabelsError` otherwise.
     """
     if value is None:
         return None, None
@@ -200,6 +134,8 @@ def parse_label(value: Any) -> tuple[float | None, str | None]:
         return (1.0 if value else 0.0), "bool"
     if isinstance(value, (int, float)):
         f = float(value)
+        if math.isnan(f):
+            return None, None  # NaN: pandas' missing value, as for datasets
         if not math.isfinite(f):
             raise LabelsError(f"label {value!r} is not a finite number")
         return f, "number"
@@ -353,7 +289,7 @@ def agreement(
     Raises :class:`ReportError` for a malformed report or an unknown metric, and
     :class:`LabelsError` for a label field in no row or an unreadable label value.
     """
-    samples = sample_index(report)
+    samples = samples_by_id(report)
     by_id = _labels_by_id(labels)
     _check_mapping(report, mapping)
     if not math.isfinite(fixed_threshold):
@@ -369,7 +305,7 @@ def agreement(
             if sid not in values:
                 missing_label += 1
                 continue
-            score = computable_score(samples[sid], metric)
+            score = score_of(samples[sid], metric)
             if score is None:
                 not_computable += 1
                 continue
@@ -457,7 +393,7 @@ def ppi(report: dict, labels: list[dict], mapping: dict[str, str], *, level: flo
     estimate and interval are clipped to [0, 1] (clipping can only help coverage). Graded labels
     get None values and a ``note``, as do sets with fewer than two items (interval only).
     """
-    samples = sample_index(report)
+    samples = samples_by_id(report)
     by_id = _labels_by_id(labels)
     _check_mapping(report, mapping)
     out = []
@@ -465,7 +401,7 @@ def ppi(report: dict, labels: list[dict], mapping: dict[str, str], *, level: flo
         kind, values = _field_kind(by_id, field)
         f_l, y_l, f_u = [], [], []
         for sid, sample in samples.items():
-            score = computable_score(sample, metric)
+            score = score_of(sample, metric)
             if score is None:
                 continue
             if sid in values:
@@ -515,10 +451,6 @@ def _fmt(stat: dict | None) -> str:
     return text
 
 
-def _md(text: Any) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def render_agreement_markdown(result: dict) -> str:
     """Markdown summary of an :func:`agreement` result: binary table, graded table, PPI, notes."""
     level_pct = f"{round(result['level'] * 100, 2):g}%"
@@ -552,7 +484,7 @@ def render_agreement_markdown(result: dict) -> str:
             best = st.get("balanced_accuracy_best") or {}
             thr = f"{best['threshold']:.3f}" if best.get("threshold") is not None else "n/a"
             lines.append(
-                f"| {_md(m['metric'])} | {_md(m['label'])} | {m['n']} ({m['n_positive']}/{m['n_negative']}) "
+                f"| {md_text(m['metric'])} | {md_text(m['label'])} | {m['n']} ({m['n_positive']}/{m['n_negative']}) "
                 f"| {_fmt(best)} | {thr} | {_fmt(st.get('balanced_accuracy_fixed'))} "
                 f"| {_fmt(st.get('roc_auc'))} | {_fmt(st.get('cohen_kappa'))} |"
             )
@@ -574,7 +506,7 @@ def render_agreement_markdown(result: dict) -> str:
         for m in graded:
             st = m["stats"]
             lines.append(
-                f"| {_md(m['metric'])} | {_md(m['label'])} | {m['n']} | {_fmt(st.get('spearman'))} "
+                f"| {md_text(m['metric'])} | {md_text(m['label'])} | {m['n']} | {_fmt(st.get('spearman'))} "
                 f"| {_fmt(st.get('kendall_tau_b'))} |"
             )
     if result.get("ppi"):
@@ -588,7 +520,7 @@ def render_agreement_markdown(result: dict) -> str:
         for p in result["ppi"]:
             jm = f"{p['judge_mean']:.3f}" if p["judge_mean"] is not None else "n/a"
             lines.append(
-                f"| {_md(p['metric'])} | {_md(p['label'])} | {p['n_labelled']} | {p['n_unlabelled']} "
+                f"| {md_text(p['metric'])} | {md_text(p['label'])} | {p['n_labelled']} | {p['n_unlabelled']} "
                 f"| {jm} | {_fmt(p['labelled_mean'])} | {_fmt(p['ppi'])} |"
             )
     notes = [(m["metric"], m["label"], m["note"]) for m in result["metrics"] if m.get("note")]
@@ -606,5 +538,5 @@ def render_agreement_markdown(result: dict) -> str:
     ]
     if notes:
         lines += ["", "Notes:", ""]
-        lines += [f"- {_md(metric)} ↔ {_md(label)}: {_md(note)}" for metric, label, note in notes]
+        lines += [f"- {md_text(metric)} ↔ {md_text(label)}: {md_text(note)}" for metric, label, note in notes]
     return "\n".join(lines) + "\n"

@@ -7,15 +7,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import fields
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from offline_eval.config import EvalConfig, apply_settings, check_against_data
-from offline_eval.data import LoadResult, load_samples, samples_from_records
-from offline_eval.report.writers import FORMATS, render_json, write_reports
-from offline_eval.sample import Sample
+from offline_eval.config import ConfigError, EvalConfig, apply_settings, setting_names
+from offline_eval.report import view
+from offline_eval.report.json_report import render_json
+from offline_eval.report.writers import FORMATS, write_reports
 
 
 class Report:
@@ -27,19 +26,19 @@ class Report:
 
     @property
     def passed(self) -> bool:
-        return bool(self.data["gate"]["passed"])
+        return bool(view.passed(self.data))
 
     @property
     def aggregate(self) -> dict[str, dict[str, Any]]:
-        return self.data["aggregate"]
+        return dict(view.aggregate_of(self.data))
 
     @property
     def samples(self) -> list[dict[str, Any]]:
-        return self.data["samples"]
+        return list(view.samples_of(self.data))
 
     @property
     def failed_gates(self) -> list[dict[str, Any]]:
-        return [c for c in self.data["gate"]["checks"] if c["status"] == "failed"]
+        return list(view.failed_and_skipped_checks(self.data)[0])
 
     def to_json(self) -> str:
         """report.json's exact text (strict JSON, sorted keys): byte-identical for the same run."""
@@ -50,7 +49,7 @@ class Report:
         return write_reports(self.data, Path(out_dir), formats)
 
     def __repr__(self) -> str:
-        means = {m: (round(a["mean"], 3) if a["mean"] is not None else None) for m, a in self.aggregate.items()}
+        means = {m: (round(a["mean"], 3) if a.get("mean") is not None else None) for m, a in self.aggregate.items()}
         return f"Report(passed={self.passed}, samples={len(self.samples)}, means={means})"
 
 
@@ -60,43 +59,34 @@ def make_config(**options: Any) -> EvalConfig:
     Unknown names are a TypeError (a typo must not pass silently); a bad value is a ConfigError. As on
     the command line, ``thresholds`` are merged over the default thresholds.
     """
-    known = {f.name for f in fields(EvalConfig)}
+    known = setting_names()
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     return apply_settings(EvalConfig(), options, "evaluate()")
 
 
-def load(data: str | Path | Iterable[Mapping[str, Any] | Sample], *, skip_invalid: bool = False) -> LoadResult:
-    if isinstance(data, (str, Path)):
-        return load_samples(data, skip_invalid=skip_invalid)
-    return samples_from_records(list(data), skip_invalid=skip_invalid)
-
-
 def evaluate(
-    data: str | Path | Iterable[Mapping[str, Any] | Sample],
+    data: Any,
     *,
     skip_invalid: bool = False,
     judge_instance: Any = None,
+    embedders: Any = None,
     **options: Any,
 ) -> Report:
-    """Evaluate a dataset file or a list of records / Samples; options are EvalConfig's fields.
+    """Evaluate a dataset file or a list of records / Samples; options are the settings (EvalConfig's
+    fields and the metrics' parameters, such as ``max_claims``).
 
-    ``judge_instance`` lets a caller reuse a loaded judge across evaluations (tests, notebooks).
+    ``judge_instance`` lets a caller reuse a loaded judge across evaluations (tests, notebooks), or
+    pass ``offline_eval.testing.FakeJudge``; ``embedders`` likewise (``testing.hashing_embedders()``).
     Settings are checked first (``ConfigError``), then the data (``offline_eval.data.DatasetError``),
     both before any model loads; ``ModelError`` for missing models.
     """
-    from offline_eval.runner import EmbedderSet, evaluate_samples, file_info, load_judge
+    from offline_eval.runner import run
 
     config = make_config(**options)
-    loaded = load(data, skip_invalid=skip_invalid)
-    check_against_data(config, loaded.samples, "evaluate()")
-    judge = judge_instance or load_judge(config)
-    info = {"n_records": loaded.n_records, "n_evaluated": len(loaded.samples), "n_skipped": len(loaded.skipped)}
-    if isinstance(data, (str, Path)):
-        info = file_info(Path(data), **info)
-    result = evaluate_samples(
-        loaded.samples, config, judge=judge, embedders=EmbedderSet(config.embedder), data_info=info,
-        skipped_records=[{"location": s.location, "problems": list(s.problems)} for s in loaded.skipped],
-    )
+    result = run(data, config, skip_invalid=skip_invalid, judge=judge_instance, embedders=embedders)
     return Report(result.report, result.timing)
+
+
+__all__ = ["ConfigError", "Report", "evaluate", "make_config"]

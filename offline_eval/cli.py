@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -98,24 +98,49 @@ def _parse_pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
     return out
 
 
+def _metric_param_options(command: Callable[..., None]) -> Callable[..., None]:
+    """A flag for every registered metric's parameters (--max-claims, --n-questions...)."""
+    from offline_eval.metrics import param_fields
+
+    for name, spec in reversed(param_fields().items()):
+        command = click.option(f"--{name.replace('_', '-')}", name, type=int,
+                               help=f"{spec.metadata['help']}  [default: {spec.default}]")(command)
+    return command
+
+
+def _metrics_help() -> str:
+    from offline_eval.metrics import metric_names
+
+    return f"Comma-separated subset of: {', '.join(metric_names())}.  [default: all]"
+
+
+def _threshold_help() -> str:
+    from offline_eval.metrics import default_thresholds
+
+    defaults = " ".join(f"{m}={t:g}" for m, t in default_thresholds().items())
+    return f"Gate threshold; repeatable. Defaults: {defaults}."
+
+
 @cli.command("evaluate")
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("offline-eval-out"),
               show_default=True, help="Folder for the reports.")
-@click.option("--metrics", help="Comma-separated subset of: faithfulness, answer_relevancy, context_recall, "
-              "context_precision.  [default: all four]")
+@click.option("--metrics", help=_metrics_help())
 @click.option("--judge", help="Judge: registry name, alias (fast, tiny) or a .gguf path.  [default: qwen2.5-coder-1.5b]")
+@click.option("--judge-url", help="Judge with an OpenAI-compatible server instead (llama-server, vLLM) at this URL, "
+              "on loopback or your own network only; needs --judge-model. Not byte-deterministic.")
+@click.option("--judge-model", help="The model name to ask the --judge-url server for.")
 @click.option("--embedder", help="Embedder for every language: registry name or a sentence-transformers folder.  "
               "[default: all-minilm-l6-v2 for English, use-multilingual-v3 for Chinese]")
 @click.option("--lang", "language", type=click.Choice(["auto", "en", "zh"]), help="Prompt language; auto detects "
               "it per sample.  [default: auto]")
 @click.option("--seed", type=int, help="Seed for the judge and the bootstrap.  [default: 0]")
+@click.option("--verdict-scoring", type=click.Choice(["hard", "probability"]), help="Count each yes/no verdict as "
+              "1 or 0, or as the judge's probability of yes where it reports one.  [default: hard]")
 @click.option("--no-cache", is_flag=True, help="Bypass the judge cache (every call is made again).")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False, path_type=Path),
               help="SQLite judge cache.  [default: ~/.cache/offline-eval/judge-cache.sqlite]")
-@click.option("--threshold", "thresholds", multiple=True, metavar="METRIC=VALUE",
-              help="Gate threshold; repeatable. Defaults: faithfulness=0.8 answer_relevancy=0.75 "
-              "context_recall=0.7 context_precision=0.65.")
+@click.option("--threshold", "thresholds", multiple=True, metavar="METRIC=VALUE", help=_threshold_help())
 @click.option("--category-threshold", "category_thresholds", multiple=True, metavar="CATEGORY:METRIC=VALUE",
               help="Gate one category on its own threshold; repeatable.")
 @click.option("--gate-on", type=click.Choice(["mean", "lower"]), help="Gate on the mean or on the 95% interval's "
@@ -131,8 +156,7 @@ def _parse_pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
 @click.option("--n-ctx", type=int, help="Judge context window in tokens.  [default: 8192]")
 @click.option("--threads", "n_threads", type=int, help="CPU threads for the judge.  [default: all cores]")
 @click.option("--gpu-layers", "n_gpu_layers", type=int, help="Layers to offload to a GPU (-1: all).  [default: 0]")
-@click.option("--max-claims", type=int, help="Most claims taken from an answer.  [default: 10]")
-@click.option("--n-questions", type=int, help="Questions generated for answer relevancy.  [default: 3]")
+@_metric_param_options
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary table.")
 @click.option("--verbose", "-v", is_flag=True, help="Show llama.cpp's own log.")
 def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | None, skip_invalid: bool,
@@ -152,11 +176,11 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
       offline-eval evaluate examples/sample.jsonl --out out --threshold faithfulness=0.9
     """
     from offline_eval.config import ConfigError, EvalConfig, apply_settings, find_config_file, read_config_file
-    from offline_eval.report.writers import FORMATS
+    from offline_eval.report.formats import REGISTRY
 
     fmt = tuple(f.strip() for f in formats.split(",") if f.strip())
-    if not fmt or set(fmt) - set(FORMATS):
-        raise InputError(f"--format {formats!r}: choose from {', '.join(FORMATS)}")
+    if not fmt or set(fmt) - set(REGISTRY):
+        raise InputError(f"--format {formats!r}: choose from {', '.join(REGISTRY)}")
     config = EvalConfig()
     try:
         source = config_file or find_config_file(Path.cwd())
@@ -186,51 +210,29 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
 def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...], skip_invalid: bool,
                     quiet: bool) -> None:
     from offline_eval import console
-    from offline_eval.config import ConfigError, check_against_data
-    from offline_eval.data import DatasetError, load_samples
+    from offline_eval.config import ConfigError
+    from offline_eval.data import DatasetError
     from offline_eval.judge.cache import CacheError
+    from offline_eval.judge.server import JudgeServerError
     from offline_eval.modelstore import ModelError
-    from offline_eval.report.writers import write_reports
-    from offline_eval.runner import EmbedderSet, evaluate_samples, file_info, load_judge, sample_language
+    from offline_eval.report.writers import write_reports, write_text
+    from offline_eval.runner import run
 
+    say = (lambda _: None) if quiet else click.echo
     try:
-        loaded = load_samples(data, skip_invalid=skip_invalid)
+        result = run(data, config, skip_invalid=skip_invalid, say=say, warn=lambda line: click.echo(line, err=True),
+                     on_progress=console.progress_printer(quiet=quiet), source="command line")
     except DatasetError as exc:
         raise InputError(f"invalid input:\n{exc}") from None
-    for skipped in loaded.skipped:
-        click.echo(f"skipping {skipped.location}: {'; '.join(skipped.problems)}", err=True)
-    try:
-        check_against_data(config, loaded.samples, "command line")
-    except ConfigError as exc:
+    except (ConfigError, ModelError, CacheError, JudgeServerError) as exc:
         raise InputError(str(exc)) from None
-    say = (lambda _: None) if quiet else click.echo
-    say(f"{len(loaded.samples)} samples from {data} ({len(loaded.skipped)} skipped); metrics: {', '.join(config.metrics)}")
-    try:
-        judge = load_judge(config, echo=say)
-        embedders = EmbedderSet(config.embedder)
-        if "answer_relevancy" in config.metrics:
-            for lang in sorted({sample_language(s, config) for s in loaded.samples}):
-                embedders.for_language(lang)  # load (and verify) up front: fail before hours of judging
-    except (ModelError, CacheError) as exc:
-        raise InputError(str(exc)) from None
-    progress = console.progress_printer(quiet=quiet)
-    try:
-        result = evaluate_samples(
-            loaded.samples, config, judge=judge, embedders=embedders,
-            data_info=file_info(data, loaded.n_records, len(loaded.samples), len(loaded.skipped)),
-            skipped_records=[{"location": s.location, "problems": list(s.problems)} for s in loaded.skipped],
-            on_progress=progress,
-        )
     except KeyboardInterrupt:
         click.echo(f"\n{INTERRUPTED}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     written = write_reports(result.report, out_dir, formats)
-    tmp = out_dir / "timing.json.tmp"
-    tmp.write_text(json.dumps(result.timing, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, out_dir / "timing.json")
-    cache_problem = getattr(getattr(judge, "cache", None), "problem", None)
-    if cache_problem:
-        click.echo(f"warning: {cache_problem}", err=True)
+    write_text(out_dir / "timing.json", json.dumps(result.timing, indent=2, sort_keys=True) + "\n")
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(console.summary(result.report, result.timing))
     if not quiet:
         click.echo("reports: " + ", ".join(str(p) for p in written))

@@ -24,33 +24,14 @@ def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (report.json never contains NaN or Infinity)")
-
-
 def _load_report(path: str) -> dict:
     """Read and validate a report.json; any problem is an InputError naming the file."""
-    from offline_eval.compare import ReportError, validate_report
+    from offline_eval.report.view import ReportError, load
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read report: {_one_line(exc.strerror or exc)}") from None
-    try:
-        report = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    except ValueError as exc:
-        raise InputError(f"{path}: {_one_line(exc)}") from None
-    try:
-        validate_report(report)
+        return load(path)
     except ReportError as exc:
-        raise InputError(f"{path}: not an offline-eval report: {_one_line(exc)}") from None
-    return report
+        raise InputError(_one_line(exc)) from None
 
 
 def _write(path: str, text: str) -> None:
@@ -207,7 +188,7 @@ def agreement_cmd(
         load_labels,
         render_agreement_markdown,
     )
-    from offline_eval.compare import ReportError
+    from offline_eval.report.view import ReportError
 
     if not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")

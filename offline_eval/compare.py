@@ -16,183 +16,53 @@ distinguishable from zero:
 
 A metric is "improved" or "regressed" only when both agree (Holm-adjusted ``p < alpha`` *and* the
 interval excludes 0); otherwise "no significant change". All metrics are higher-is-better. For each metric
-the samples that moved most are listed with the judge's evidence from both reports (unsupported
-claims, uncovered reference claims, ...) so that a regression can be read, not just seen.
+the samples that moved most are listed with the judge's evidence from both reports (each metric's
+summary and the findings that counted against its score: unsupported claims, irrelevant chunks...)
+so that a regression can be read, not just seen. Reports are read through ``offline_eval.report.view``.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from offline_eval import stats
+from offline_eval.report import view
+from offline_eval.report.text import md_text
+from offline_eval.report.view import ReportError, metric_names, score_of
 
 __all__ = [
-    "CANONICAL_METRICS",
     "ReportError",
     "compare_reports",
-    "computable_score",
-    "metric_names",
+    "evidence",
     "regressed",
     "render_compare_markdown",
-    "sample_index",
-    "validate_report",
 ]
 
-CANONICAL_METRICS = (
-    "faithfulness",
-    "answer_relevancy",
-    "context_recall",
-    "context_precision",
-    "context_relevant_ratio",
-)
 N_MOVERS = 5
+N_FINDINGS = 3  # findings per mover shown in markdown
 _MAX_TEXT = 160  # characters of a claim or question shown in markdown
 
 
-class ReportError(ValueError):
-    """A dict that does not follow the report.json contract; the message says where."""
-
-
-# --------------------------------------------------------------------------------------------
-# Reading reports
-# --------------------------------------------------------------------------------------------
-
-
-def validate_report(report: Any) -> list[dict]:
-    """Check the parts of the report.json contract this module relies on; return the samples.
-
-    Requires a JSON object with ``schema_version`` 1 (when present) and a ``samples`` list whose
-    items are objects with a non-empty, unique string ``sample_id`` and a ``scores`` object whose
-    values are numbers or null. Raises :class:`ReportError` naming the offending place.
-    """
-    if not isinstance(report, dict):
-        raise ReportError(f"expected a JSON object, got {type(report).__name__}")
-    version = report.get("schema_version", 1)
-    if version != 1:
-        raise ReportError(f"unsupported schema_version {version!r} (this tool reads version 1)")
-    samples = report.get("samples")
-    if not isinstance(samples, list):
-        raise ReportError("missing 'samples' list")
-    seen: dict[str, int] = {}
-    for i, sample in enumerate(samples):
-        where = f"samples[{i}]"
-        if not isinstance(sample, dict):
-            raise ReportError(f"{where}: expected an object, got {type(sample).__name__}")
-        sid = sample.get("sample_id")
-        if not isinstance(sid, str) or not sid:
-            raise ReportError(f"{where}: 'sample_id' must be a non-empty string, got {sid!r}")
-        if sid in seen:
-            raise ReportError(f"{where}: duplicate sample_id {sid!r} (also samples[{seen[sid]}])")
-        seen[sid] = i
-        scores = sample.get("scores")
-        if not isinstance(scores, dict):
-            raise ReportError(f"{where} ({sid}): missing 'scores' object")
-        for metric, value in scores.items():
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ReportError(f"{where} ({sid}): scores.{metric} must be a number or null, got {value!r}")
-    return samples
-
-
-def sample_index(report: dict) -> dict[str, dict]:
-    """Validated samples keyed by ``sample_id``, in report order."""
-    return {s["sample_id"]: s for s in validate_report(report)}
-
-
-def computable_score(sample: dict, metric: str) -> float | None:
-    """The sample's finite score for ``metric``, or ``None`` when absent, null or not finite."""
-    value = (sample.get("scores") or {}).get(metric)
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def metric_names(*reports: dict) -> list[str]:
-    """Metrics named by any report (``run.metrics`` or any sample's ``scores``), canonical first."""
-    found: set[str] = set()
-    for report in reports:
-        run_metrics = (
-            (report.get("run") or {}).get("metrics") if isinstance(report.get("run"), dict) else None
-        )
-        if isinstance(run_metrics, list):
-            found.update(m for m in run_metrics if isinstance(m, str))
-        for sample in report.get("samples") or []:
-            found.update((sample.get("scores") or {}).keys())
-    canonical = [m for m in CANONICAL_METRICS if m in found]
-    return canonical + sorted(found.difference(CANONICAL_METRICS))
-
-
-def _shorten(text: Any, limit: int = _MAX_TEXT) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
 def evidence(sample: dict, metric: str) -> dict:
-    """The judge's reasons behind one sample's score, summarised from ``details``.
-
-    faithfulness: the unsupported claims; context_recall: the reference claims not covered by the
-    context; answer_relevancy: whether the answer was noncommittal and the questions generated from
-    it; context_precision / context_relevant_ratio: ranks of relevant chunks and previews of the
-    irrelevant ones. Anything missing or malformed is left out (an empty dict at worst).
-    """
-    details = sample.get("details")
-    details = details if isinstance(details, dict) else {}
-    source = "context_precision" if metric == "context_relevant_ratio" else metric
-    d = details.get(source)
-    if not isinstance(d, dict):
+    """The judge's reasons behind one sample's score: why it is not computable, or the metric's summary,
+    the reason for a score set by rule, and the findings that did not count for the score (label,
+    verdict, text, probability). Anything missing is left out (an empty dict at worst)."""
+    if metric not in (sample.get("scores") or {}):
         return {}
+    reason = view.not_computable_reason(sample, metric)
+    if reason is not None:
+        return {"not_computable": reason}
+    detail = view.detail_for(sample, metric)
     out: dict[str, Any] = {}
-
-    def claims_with(verdict: str) -> list[str]:
-        claims = d.get("claims")
-        if not isinstance(claims, list):
-            return []
-        return [str(c.get("text", "")) for c in claims if isinstance(c, dict) and c.get("verdict") == verdict]
-
-    if source == "faithfulness":
-        out["unsupported_claims"] = claims_with("unsupported")
-        for key in ("n_supported", "n_claims"):
-            if key in d:
-                out[key] = d[key]
-    elif source == "context_recall":
-        out["not_covered_claims"] = claims_with("not_covered")
-        for key in ("n_covered", "n_claims"):
-            if key in d:
-                out[key] = d[key]
-    elif source == "answer_relevancy":
-        if "noncommittal" in d:
-            out["noncommittal"] = bool(d["noncommittal"])
-        questions = d.get("generated_questions")
-        if isinstance(questions, list):
-            out["generated_questions"] = [
-                {"text": str(q.get("text", "")), "similarity": q.get("similarity")}
-                for q in questions
-                if isinstance(q, dict)
-            ]
-    elif source == "context_precision":
-        chunks = d.get("chunks")
-        if isinstance(chunks, list):
-            chunks = [c for c in chunks if isinstance(c, dict)]
-            out["relevant_ranks"] = [c.get("rank") for c in chunks if c.get("relevant") is True]
-            out["irrelevant_chunks"] = [
-                {"rank": c.get("rank"), "preview": str(c.get("preview", ""))}
-                for c in chunks
-                if c.get("relevant") is False
-            ]
-    else:
-        out = dict(d)
-    if d.get("reason"):
-        out["reason"] = str(d["reason"])  # a score set by rule: no contexts retrieved, an empty answer
-    reason = (
-        (sample.get("not_computable") or {}).get(metric)
-        if isinstance(sample.get("not_computable"), dict)
-        else None
-    )
-    if reason:
-        out["not_computable"] = reason
+    if view.summary_of(sample, metric):
+        out["summary"] = view.summary_of(sample, metric)
+    if detail.get("reason"):
+        out["reason"] = str(detail["reason"])  # a score set by rule: no contexts retrieved, an empty answer
+    against = [dict(f) for f in view.findings_of(sample, metric) if f.get("ok") is not True]
+    if against:
+        out["findings"] = against
     return out
 
 
@@ -244,8 +114,8 @@ def _paired_scores(
     """Samples computable in at least one report, with each side's score (None: not computable)."""
     ids, b_vals, n_vals = [], [], []
     for sid in paired:
-        b = computable_score(base_samples[sid], metric)
-        n = computable_score(new_samples[sid], metric)
+        b = score_of(base_samples[sid], metric)
+        n = score_of(new_samples[sid], metric)
         if b is not None or n is not None:
             ids.append(sid)
             b_vals.append(b)
@@ -294,11 +164,11 @@ def compare_reports(
     if not (0.0 < alpha < 1.0):
         raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
     try:
-        base_samples = sample_index(base)
+        base_samples = view.samples_by_id(base)
     except ReportError as exc:
         raise ReportError(f"base report: {exc}") from None
     try:
-        new_samples = sample_index(new)
+        new_samples = view.samples_by_id(new)
     except ReportError as exc:
         raise ReportError(f"new report: {exc}") from None
 
@@ -400,8 +270,8 @@ def regressed(result: dict) -> bool:
 
 
 def _cell(text: Any) -> str:
-    """Text safe inside a markdown table cell or list item (no pipes, no line breaks)."""
-    return _shorten(text).replace("|", "\\|")
+    """Text safe inside a markdown table cell or list item, shortened to one line."""
+    return md_text(" ".join(str(text).split()), _MAX_TEXT)
 
 
 def _num(x: float | None, signed: bool = False) -> str:
@@ -429,23 +299,13 @@ def _evidence_text(ev: dict) -> str:
     parts = []
     if ev.get("not_computable"):
         parts.append(f"not computable: {_cell(ev['not_computable'])}")
-    if ev.get("reason"):
-        parts.append(_cell(ev["reason"]))
-    if "unsupported_claims" in ev:
-        claims = ev["unsupported_claims"]
-        parts.append("unsupported: " + ("; ".join(f"“{_cell(c)}”" for c in claims[:3]) if claims else "none"))
-    if "not_covered_claims" in ev:
-        claims = ev["not_covered_claims"]
-        parts.append("not covered: " + ("; ".join(f"“{_cell(c)}”" for c in claims[:3]) if claims else "none"))
-    if ev.get("noncommittal"):
-        parts.append("noncommittal answer")
-    if "generated_questions" in ev:
-        qs = ev["generated_questions"][:2]
-        if qs:
-            parts.append("generated questions: " + "; ".join(f"“{_cell(q['text'])}”" for q in qs))
-    if "relevant_ranks" in ev:
-        ranks = ev["relevant_ranks"]
-        parts.append("relevant chunk ranks: " + (", ".join(str(r) for r in ranks) if ranks else "none"))
+    for key in ("reason", "summary"):
+        if ev.get(key):
+            parts.append(_cell(ev[key]))
+    findings = ev.get("findings") or []
+    if findings:
+        shown = [f"{_cell(view.finding_label(f))}: “{_cell(f.get('text'))}”" for f in findings[:N_FINDINGS]]
+        parts.append("; ".join(shown) + (f"; … (+{len(findings) - N_FINDINGS})" if len(findings) > N_FINDINGS else ""))
     return " · ".join(parts) if parts else "no details"
 
 
@@ -494,9 +354,9 @@ def render_compare_markdown(result: dict) -> str:
         for m in movers:
             lines += ["", f"**{_cell(m['metric'])}**", ""]
             for mv in m["movers"]:
-                q = f" — {_shorten(mv['question'])}" if mv.get("question") else ""
+                q = f" — {_cell(mv['question'])}" if mv.get("question") else ""
                 lines.append(
-                    f"- `{_shorten(mv['sample_id'])}` {_score(mv['base_score'])} → {_score(mv['new_score'])} "
+                    f"- {_cell(mv['sample_id'])}: {_score(mv['base_score'])} → {_score(mv['new_score'])} "
                     f"({mv['diff']:+.3f}){q}"
                 )
                 lines.append(f"  - base: {_evidence_text(mv['evidence']['base'])}")

@@ -1,44 +1,59 @@
-"""Everything that shapes an evaluation, in one typed place (CLI flags and TOML config map onto it)."""
+"""Everything that shapes an evaluation, in one typed place (CLI flags and TOML config map onto it).
+
+The metrics are not named here: which exist, their score names, default thresholds and parameters
+come from the metric registry (``offline_eval.metrics``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METRICS = ("faithfulness", "answer_relevancy", "context_recall", "context_precision")
-# Scores a run can produce: the four metrics plus context precision's second view (the noise ratio).
-SCORES = (*METRICS, "context_relevant_ratio")
-DEFAULT_THRESHOLDS = {
-    "faithfulness": 0.80,
-    "answer_relevancy": 0.75,
-    "context_recall": 0.70,
-    "context_precision": 0.65,
-}
+from offline_eval.metrics import default_thresholds, metric_names, param_fields, score_specs
+from offline_eval.metrics.base import VERDICT_SCORING, Metric
 
 
 @dataclass
 class EvalConfig:
-    metrics: tuple[str, ...] = METRICS
+    metrics: tuple[str, ...] = field(default_factory=metric_names)  # every registered metric
     judge: str = "qwen2.5-coder-1.5b"
+    judge_url: str | None = None  # an OpenAI-compatible server on this network instead of llama.cpp
+    judge_model: str | None = None  # the model name to ask that server for
     embedder: str | None = None  # None: all-MiniLM-L6-v2 for English, USE multilingual for Chinese
     language: str = "auto"  # auto | en | zh
     seed: int = 0
-    max_claims: int = 10
-    max_reference_claims: int = 8
-    n_questions: int = 3
+    verdict_scoring: str = "hard"  # hard | probability (a yes/no verdict counts as the judge's P(yes))
     n_ctx: int = 8192
     n_threads: int | None = None
     n_gpu_layers: int = 0
     use_cache: bool = True
     cache_path: Path | None = None  # None: <home>/judge-cache.sqlite
-    thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    thresholds: dict[str, float] = field(default_factory=default_thresholds)
     category_thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
     gate_on: str = "mean"  # mean | lower (the bootstrap interval's lower bound)
     allow_empty: bool = False  # a gated metric with no computable sample is skipped instead of failing
     n_resamples: int = 2000
     verbose: bool = False
+    # Metric parameters by name (max_claims, n_questions...), over the defaults of each metric's Params.
+    params: dict[str, int] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        # config.max_claims: a metric parameter reads like any other setting.
+        fields = param_fields()
+        if name in fields and name != "params":
+            return self.params.get(name, fields[name].default)
+        raise AttributeError(name)
+
+    def metric_params(self, metric: type[Metric]) -> Any:
+        """The metric's Params dataclass, filled from these settings."""
+        return metric.Params(**{f.name: getattr(self, f.name) for f in dataclasses.fields(metric.Params)})
+
+    def all_params(self) -> dict[str, int]:
+        """Every registered metric's parameter values (what ``run.params`` records)."""
+        return {name: getattr(self, name) for name in param_fields()}
 
 
 class ConfigError(ValueError):
@@ -101,7 +116,7 @@ def _typed(name: str, value: Any, source: str) -> Any:
         if not isinstance(value, dict) or not all(isinstance(t, dict) for t in value.values()):
             raise fail("a table of CATEGORY = { METRIC = VALUE }")
         return {str(c): {str(k): number(v) for k, v in t.items()} for c, t in value.items()}
-    if name in _INT_FIELDS:
+    if name in _INT_FIELDS or name in param_fields():
         if isinstance(value, bool) or not isinstance(value, int):
             raise fail("an integer")
         return value
@@ -124,17 +139,15 @@ def _typed(name: str, value: Any, source: str) -> Any:
     return value
 
 
-_INT_FIELDS = {"seed", "max_claims", "max_reference_claims", "n_questions", "n_ctx", "n_gpu_layers", "n_resamples"}
+_INT_FIELDS = {"seed", "n_ctx", "n_gpu_layers", "n_resamples"}
 _OPTIONAL_INT_FIELDS = {"n_threads"}
 _BOOL_FIELDS = {"use_cache", "verbose", "allow_empty"}
 _PATH_FIELDS = {"cache_path"}
-# The smallest value each integer setting can take and still give a run that means something.
-# seed: llama.cpp takes a 32-bit unsigned seed; n_ctx: the prompts alone need a few hundred tokens.
+# The smallest value each integer setting can take and still give a run that means something (metric
+# parameters carry their own floor). seed: llama.cpp takes a 32-bit unsigned seed; n_ctx: the prompts
+# alone need a few hundred tokens.
 _INT_RANGES = {
     "seed": (0, 2**32 - 1),
-    "max_claims": (1, None),
-    "max_reference_claims": (1, None),
-    "n_questions": (1, None),
     "n_ctx": (512, None),
     "n_threads": (1, None),
     "n_gpu_layers": (-1, None),  # -1: every layer
@@ -144,23 +157,31 @@ _INT_RANGES = {
 
 def apply_settings(config: EvalConfig, settings: dict, source: str) -> EvalConfig:
     """Overlay settings (from a file or flags) on a config, checking names and value types."""
-    known = {f for f in EvalConfig.__dataclass_fields__}
     aliases = {"lang": "language"}
     for key, value in settings.items():
         name = aliases.get(key, key).replace("-", "_")
-        if name not in known:
+        if name not in setting_names():
             raise ConfigError(f"{source}: unknown setting {key!r}")
         value = _typed(name, value, source)
         if name == "thresholds":
             value = {**config.thresholds, **value}
-        setattr(config, name, value)
+        if name in param_fields():
+            config.params[name] = value
+        else:
+            setattr(config, name, value)
     validate(config, source)
     return config
 
 
+def setting_names() -> set[str]:
+    """Every setting a file, a flag or ``evaluate()`` may give: EvalConfig's fields and the metric parameters."""
+    return {f.name for f in dataclasses.fields(EvalConfig) if f.name != "params"} | set(param_fields())
+
+
 def _check_ranges(config: EvalConfig, source: str) -> None:
     """Integer settings inside their ranges: caught here, not after hours of judging."""
-    for name, (low, high) in _INT_RANGES.items():
+    ranges = {**_INT_RANGES, **{name: (f.metadata["minimum"], None) for name, f in param_fields().items()}}
+    for name, (low, high) in ranges.items():
         value = getattr(config, name)
         if value is None and name in _OPTIONAL_INT_FIELDS:
             continue
@@ -173,17 +194,19 @@ def _check_ranges(config: EvalConfig, source: str) -> None:
 
 def validate(config: EvalConfig, source: str) -> None:
     """Every setting checked, whatever it came from (file, flags, Python API); ConfigError names the source."""
+    known = metric_names()
     if not config.metrics:
-        raise ConfigError(f"{source}: no metric to run; choose from {', '.join(METRICS)}")
-    bad = [m for m in config.metrics if m not in METRICS]
+        raise ConfigError(f"{source}: no metric to run; choose from {', '.join(known)}")
+    bad = [m for m in config.metrics if m not in known]
     if bad:
-        raise ConfigError(f"{source}: unknown metric(s) {', '.join(bad)}; choose from {', '.join(METRICS)}")
+        raise ConfigError(f"{source}: unknown metric(s) {', '.join(bad)}; choose from {', '.join(known)}")
     if len(set(config.metrics)) != len(config.metrics):
         raise ConfigError(f"{source}: a metric is named twice in {', '.join(config.metrics)}")
     _check_ranges(config, source)
+    scores = {spec.name for spec in score_specs()}
     for scope, table in [("", config.thresholds), *((f"{c}/", t) for c, t in config.category_thresholds.items())]:
         for metric, value in table.items():
-            if metric not in SCORES:
+            if metric not in scores:
                 raise ConfigError(f"{source}: threshold for unknown metric {scope}{metric!r}")
             if not 0.0 <= float(value) <= 1.0:
                 raise ConfigError(f"{source}: threshold {scope}{metric}={value} is outside [0, 1]")
@@ -191,6 +214,8 @@ def validate(config: EvalConfig, source: str) -> None:
         raise ConfigError(f"{source}: language must be auto, en or zh, not {config.language!r}")
     if config.gate_on not in ("mean", "lower"):
         raise ConfigError(f"{source}: gate_on must be 'mean' or 'lower', not {config.gate_on!r}")
+    if config.verdict_scoring not in VERDICT_SCORING:
+        raise ConfigError(f"{source}: verdict_scoring must be 'hard' or 'probability', not {config.verdict_scoring!r}")
 
 
 def check_against_data(config: EvalConfig, samples: Sequence[Any], source: str) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offline_eval.gate import describe_failure
+from offline_eval.report import view
 from offline_eval.runner import Progress
 
 
@@ -49,24 +50,26 @@ def _num(value: float | None) -> str:
 
 def summary(report: dict[str, Any], timing: dict[str, Any] | None = None) -> str:
     """The end-of-run table: each score's mean, interval, counts, threshold and status; then the verdict."""
-    gate = report["gate"]
-    checks = {c["metric"]: c for c in gate["checks"] if c["category"] is None}
+    checks = {c["metric"]: c for c in view.gate_checks(report) if c.get("category") is None}
     head = f"{'metric':<24} {'mean':>6} {'95% CI':>15} {'n':>4} {'n/c':>4} {'thresh':>6}  status"
     lines = [head, "-" * len(head)]
-    for metric, agg in report["aggregate"].items():
+    for metric, agg in view.aggregate_of(report).items():
         check = checks.get(metric)
         ci = "—" if agg["ci_low"] is None else f"[{agg['ci_low']:.3f}, {agg['ci_high']:.3f}]"
         lines.append(f"{metric:<24} {_num(agg['mean']):>6} {ci:>15} {agg['n']:>4} {agg['n_not_computable']:>4} "
                      f"{_num(check['threshold']) if check else '':>6}  {check['status'] if check else ''}")
     lines.append("")
-    for check in gate["checks"]:
-        where = f" [{check['category']}]" if check["category"] else ""
+    for check in view.gate_checks(report):
+        where = f" [{check['category']}]" if check.get("category") else ""
         if check["status"] == "failed":
             lines.append(f"FAILED {check['metric']}{where}: {describe_failure(check)}")
         elif check["status"] == "skipped":
             lines.append(f"skipped {check['metric']}{where}: {check['reason']}")
-    on = "the 95% interval's lower bound" if gate["gate_on"] == "lower" else "the mean"
-    lines.append(f"gate {'PASSED' if gate['passed'] else 'FAILED'} (judged on {on})")
+    on = "the 95% interval's lower bound" if view.gate_value_label(report) != "mean" else "the mean"
+    lines.append(f"gate {'PASSED' if view.passed(report) else 'FAILED'} (judged on {on})")
+    determinism = view.judge_determinism(report)
+    if determinism:
+        lines.append(f"judge {determinism}")
     if timing:
         lines.append(f"{timing['judge_calls']} judge calls ({timing['cache_hits']} from cache) in {timing['seconds']:.1f}s")
     return "\n".join(lines)

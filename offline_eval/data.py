@@ -58,13 +58,13 @@ Problems with the file as a whole (missing, empty, not UTF-8, broken JSON, ...) 
 :class:`DatasetError`. Problems with one record raise too, unless ``skip_invalid=True``, in which
 case the record is left out and reported in :attr:`LoadResult.skipped`.
 
-Only the standard library is used, so loading and validating never needs the heavy dependencies.
+Reading the file into rows is ``offline_eval.table``'s (shared with the labels loader); this module
+checks what a record must hold. Only the standard library is used, so loading and validating never
+needs the heavy dependencies.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from offline_eval.sample import Sample
+from offline_eval.table import EXTENSIONS, TableError, describe, number_text, read_rows, read_text
 
 __all__ = [
     "FIELD_ALIASES",
@@ -100,12 +101,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 #: File extension (lower case) → format name.
-SUPPORTED_EXTENSIONS: dict[str, str] = {
-    ".json": "json",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-}
+SUPPORTED_EXTENSIONS: dict[str, str] = EXTENSIONS
 
 #: :class:`DatasetError` lists at most this many problems; the rest are counted.
 MAX_PROBLEMS_SHOWN = 20
@@ -197,14 +193,22 @@ def load_samples(path: str | Path, *, skip_invalid: bool = False) -> LoadResult:
     raise, and so does a file in which no record is valid).
     """
     file = str(path)
-    p = Path(path)
-    text, fmt = _read_text(p, file)
-    if fmt == "json":
-        raws = _records_from_json(text, file)
-    elif fmt == "jsonl":
-        raws = _records_from_jsonl(text, file)
-    else:
-        raws = _records_from_csv(text, file)
+    try:
+        text, fmt = read_text(Path(path))
+        rows = read_rows(text, fmt or "", looks_like_record=lambda doc: any(a in doc for a in FIELD_ALIASES["question"]),
+                         on_csv_header=lambda header, line: _check_csv_header(header, file, line))
+    except TableError as exc:
+        raise _file_error(file, exc.message, exc.location) from None
+    raws = []
+    for row in rows:
+        separator = "#" if row.line is None else ":"
+        raw = _RawRecord(location=row.location, source=f"{file}{separator}{row.line or row.position}",
+                         position=row.position, value=row.value, from_csv=row.from_csv)
+        if row.problem:
+            raw.problems.append((None, row.problem))
+        elif not row.from_csv:
+            _check_object(raw, row.value, "each line" if row.line else "this record")
+        raws.append(raw)
     return _finish(raws, file, skip_invalid)
 
 
@@ -250,7 +254,7 @@ def samples_from_records(
                 if isinstance(record, str)
                 else ""
             )
-            raw.problems.append((None, f"expected a dict or a Sample, got {_describe(record)}{hint}"))
+            raw.problems.append((None, f"expected a dict or a Sample, got {describe(record)}{hint}"))
         raws.append(raw)
     return _finish(raws, source, skip_invalid)
 
@@ -281,228 +285,14 @@ def _file_error(file: str, message: str, location: str | None = None) -> Dataset
     return DatasetError([DataProblem(file, location, None, message)])
 
 
-def _read_text(p: Path, file: str) -> tuple[str, str]:
-    """Check the path, pick the format, and decode the bytes as UTF-8 (a leading BOM is dropped)."""
-    if not p.exists():
-        raise _file_error(file, f"file not found (looked for {p.absolute()})")
-    if p.is_dir():
-        raise _file_error(file, "is a directory; expected a .json, .jsonl/.ndjson or .csv file")
-    ext = p.suffix.lower()
-    fmt = SUPPORTED_EXTENSIONS.get(ext)
-    if fmt is None:
-        found = f"'{ext}'" if ext else "no extension"
-        raise _file_error(
-            file,
-            f"unsupported file type ({found}); the format is chosen by the extension: "
-            ".json, .jsonl/.ndjson or .csv",
-        )
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise _file_error(file, f"cannot read the file: {exc.strerror or exc}") from None
-    if not data:
-        raise _file_error(file, "the file is empty (0 bytes)")
-
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise _file_error(
-            file, "the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8"
-        )
-    bom = b"\xef\xbb\xbf"
-    body = data[len(bom) :] if data.startswith(bom) else data
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        offset = exc.start + (len(data) - len(body))  # offset in the file, counting the BOM
-        line = data.count(b"\n", 0, offset) + 1
-        column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
-        raise _file_error(
-            file,
-            f"not valid UTF-8: byte 0x{data[offset]:02x} at byte offset {offset} (column {column} "
-            "of this line, counting bytes); the file may be in another encoding such as Latin-1 "
-            "or Windows-1252 -- save it as UTF-8",
-            location=f"line {line}",
-        ) from None
-    if not text.strip():
-        raise _file_error(file, "the file is empty (only whitespace)")
-    return text, fmt
-
-
-class _JsonObject(dict):
-    """A JSON object that remembers keys it saw more than once (``json`` keeps only the last)."""
-
-    duplicate_keys: tuple[str, ...] = ()
-
-
-def _object_hook(pairs: list[tuple[str, Any]]) -> _JsonObject:
-    obj = _JsonObject()
-    dups = []
-    for key, value in pairs:
-        if key in obj and key not in dups:
-            dups.append(key)
-        obj[key] = value
-    if dups:
-        obj.duplicate_keys = tuple(dups)
-    return obj
-
-
-class _JsonFloat(float):
-    """A JSON number with a fraction or exponent, remembering its text, so ``"id": 1.50`` → ``"1.50"``."""
-
-    text: str
-
-    def __new__(cls, text: str) -> _JsonFloat:
-        obj = super().__new__(cls, text)
-        obj.text = text
-        return obj
-
-
-def _json_loads(text: str) -> Any:
-    return json.loads(
-        text,
-        object_pairs_hook=_object_hook,
-        parse_float=_JsonFloat,
-        parse_constant=_JsonFloat,  # NaN, Infinity, -Infinity
-    )
-
-
-def _records_from_json(text: str, file: str) -> list[_RawRecord]:
-    try:
-        doc = _json_loads(text)
-    except json.JSONDecodeError as exc:
-        hint = ""
-        if exc.msg == "Extra data" and exc.lineno > 1:
-            hint = " (this looks like JSON Lines, one object per line: name the file .jsonl)"
-        raise _file_error(
-            file, f"invalid JSON: {exc.msg}{hint}", location=f"line {exc.lineno}, column {exc.colno}"
-        ) from None
-
-    if isinstance(doc, dict):
-        if "samples" not in doc:
-            keys = ", ".join(repr(k) for k in list(doc)[:8])
-            hint = ""
-            if any(a in doc for a in FIELD_ALIASES["question"]):
-                hint = "; it looks like a single record: wrap it in [ ] or write it as JSON Lines"
-            raise _file_error(
-                file,
-                "expected a top-level array of records or an object {\"samples\": [...]}, "
-                f"got an object with keys {keys}{hint}",
-            )
-        if "samples" in getattr(doc, "duplicate_keys", ()):
-            raise _file_error(file, "the key 'samples' appears more than once")
-        items = doc["samples"]
-        if not isinstance(items, list):
-            raise _file_error(file, f"'samples' must be an array of records, got {_describe(items)}")
-    elif isinstance(doc, list):
-        items = doc
-    else:
-        raise _file_error(
-            file,
-            "expected a top-level array of records or an object {\"samples\": [...]}, "
-            f"got {_describe(doc)}",
-        )
-    if not items:
-        raise _file_error(file, "the file contains no records")
-
-    raws = []
-    for n, item in enumerate(items, start=1):
-        raw = _RawRecord(location=f"record {n}", source=f"{file}#{n}", position=n, value=item)
-        _check_object(raw, item, "this record")
-        raws.append(raw)
-    return raws
-
-
-def _records_from_jsonl(text: str, file: str) -> list[_RawRecord]:
-    # Split on "\n" only: str.splitlines() would also split on U+2028 and friends, which JSON strings
-    # may contain raw. A trailing "\r" (Windows line ends) is whitespace to the JSON parser.
-    raws: list[_RawRecord] = []
-    n_broken = 0
-    for line_no, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        raw = _RawRecord(
-            location=f"line {line_no}", source=f"{file}:{line_no}", position=len(raws) + 1, value=None
-        )
-        try:
-            raw.value = _json_loads(line)
-        except json.JSONDecodeError as exc:
-            n_broken += 1
-            raw.problems.append((None, f"invalid JSON at column {exc.colno}: {exc.msg}"))
-        else:
-            _check_object(raw, raw.value, "each line")
-        raws.append(raw)
-
-    if n_broken:
-        # A pretty-printed JSON file named .jsonl breaks on every line; say so once instead.
-        try:
-            _json_loads(text)
-        except json.JSONDecodeError:
-            pass
-        else:
-            raise _file_error(
-                file,
-                "this is one JSON document spread over several lines, not JSON Lines "
-                "(one object per line): name the file .json",
-            )
-    if not raws:
-        raise _file_error(file, "the file contains no records")
-    return raws
-
-
 def _check_object(raw: _RawRecord, value: Any, what: str) -> None:
     if not isinstance(value, dict):
-        raw.problems.append((None, f"{what} must be a JSON object {{...}}, got {_describe(value)}"))
+        raw.problems.append((None, f"{what} must be a JSON object {{...}}, got {describe(value)}"))
         return
     for key in getattr(value, "duplicate_keys", ()):
         raw.problems.append(
             (key, "the key appears more than once in this record; only one value can be kept")
         )
-
-
-def _records_from_csv(text: str, file: str) -> list[_RawRecord]:
-    # A cell can never be longer than the file, so raising the csv module's default 128 KiB cell
-    # limit to the file length accepts any real file; the old limit is restored afterwards.
-    old_limit = csv.field_size_limit()
-    csv.field_size_limit(max(old_limit, len(text) + 1))
-    try:
-        return _parse_csv(text, file)
-    finally:
-        csv.field_size_limit(old_limit)
-
-
-def _parse_csv(text: str, file: str) -> list[_RawRecord]:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header: list[str] | None = None
-    raws: list[_RawRecord] = []
-    last_line = 0  # reader.line_num after the previous row: the next row starts on the line after
-    try:
-        for row in reader:
-            start = last_line + 1
-            last_line = reader.line_num
-            if not row:  # a blank line
-                continue
-            if header is None:
-                header = [cell.strip() for cell in row]
-                _check_csv_header(header, file, start)
-                continue
-            raw = _RawRecord(
-                location=f"line {start}",
-                source=f"{file}:{start}",
-                position=len(raws) + 1,
-                value=None,
-                from_csv=True,
-            )
-            if len(row) != len(header):
-                raw.problems.append(
-                    (None, f"expected {len(header)} cells (one per header column), got {len(row)}")
-                )
-            else:
-                raw.value = {name: cell for name, cell in zip(header, row) if name}
-            raws.append(raw)
-    except csv.Error as exc:
-        raise _file_error(file, f"cannot parse the CSV: {exc}", location=f"line {reader.line_num}") from None
-    if not raws:
-        raise _file_error(file, "the file contains no records (only a header row)")
-    return raws
 
 
 def _check_csv_header(header: list[str], file: str, line: int) -> None:
@@ -727,15 +517,15 @@ _EXPECTED = {
 
 def _norm_question(value: Any, alias: str) -> str:
     if not isinstance(value, str):
-        raise _Bad(f"{_EXPECTED['question']}, got {_describe(value)}")
+        raise _Bad(f"{_EXPECTED['question']}, got {describe(value)}")
     if not value.strip():
-        raise _Bad(f"{_EXPECTED['question']}, got {_describe(value)}")
+        raise _Bad(f"{_EXPECTED['question']}, got {describe(value)}")
     return value
 
 
 def _norm_answer(value: Any, alias: str) -> str:
     if not isinstance(value, str):
-        raise _Bad(f"{_EXPECTED['answer']}, got {_describe(value)}")
+        raise _Bad(f"{_EXPECTED['answer']}, got {describe(value)}")
     return value
 
 
@@ -749,7 +539,7 @@ def _csv_json_list(cell: str, example: str) -> list[Any]:
             f"not valid JSON ({exc.msg} at character {exc.pos + 1})"
         ) from None
     if not isinstance(value, list):
-        raise _Bad(f"expected a JSON list of strings in this CSV cell, e.g. {example}, got JSON {_describe(value)}")
+        raise _Bad(f"expected a JSON list of strings in this CSV cell, e.g. {example}, got JSON {describe(value)}")
     return value
 
 
@@ -757,7 +547,7 @@ def _norm_contexts(value: Any, csv_cell: bool) -> tuple[str, ...]:
     if csv_cell:
         if not value.strip():
             raise _Bad(
-                f"expected a JSON list of strings in this CSV cell, got {_describe(value)}; "
+                f"expected a JSON list of strings in this CSV cell, got {describe(value)}; "
                 "write [] when nothing was retrieved"
             )
         value = _csv_json_list(value, '["first chunk", "second chunk"] or [] for none')
@@ -766,14 +556,14 @@ def _norm_contexts(value: Any, csv_cell: bool) -> tuple[str, ...]:
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
         value = value.tolist()  # a numpy array, e.g. from a pandas DataFrame
     if not isinstance(value, (list, tuple)):
-        raise _Bad(f"expected a list of strings, got {_describe(value)}")
+        raise _Bad(f"expected a list of strings, got {describe(value)}")
     messages = []
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            messages.append(f"element [{i}]: expected a string, got {_describe(item)}")
+            messages.append(f"element [{i}]: expected a string, got {describe(item)}")
         elif not item.strip():
             messages.append(
-                f"element [{i}] is {_describe(item)}; remove it (an empty list [] is allowed)"
+                f"element [{i}] is {describe(item)}; remove it (an empty list [] is allowed)"
             )
     if messages:
         raise _Bad(*messages)
@@ -788,7 +578,7 @@ def _norm_reference(value: Any, alias: str, csv_cell: bool = False) -> str | _Ab
         strings = [v for v in value if not _is_null(v)]
         bad = [v for v in strings if not isinstance(v, str)]
         if bad:
-            raise _Bad(f"expected a list with one string, got a list containing {_describe(bad[0])}")
+            raise _Bad(f"expected a list with one string, got a list containing {describe(bad[0])}")
         given = [v for v in strings if v.strip()]
         if len(given) > 1:
             raise _Bad(
@@ -798,7 +588,7 @@ def _norm_reference(value: Any, alias: str, csv_cell: bool = False) -> str | _Ab
             )
         return given[0] if given else _ABSENT
     if not isinstance(value, str):
-        raise _Bad(f"expected a string or null, got {_describe(value)}")
+        raise _Bad(f"expected a string or null, got {describe(value)}")
     return value if value.strip() else _ABSENT
 
 
@@ -806,18 +596,18 @@ def _norm_category(value: Any, alias: str) -> str | _Absent:
     if isinstance(value, str):
         return value if value.strip() else _ABSENT
     if _is_number(value):
-        return _number_text(value)
-    raise _Bad(f"expected a string, a number or null, got {_describe(value)}")
+        return number_text(value)
+    raise _Bad(f"expected a string, a number or null, got {describe(value)}")
 
 
 def _norm_sample_id(value: Any, alias: str) -> str | _Absent:
     if isinstance(value, str):
         if value.strip():
             return value
-        raise _Bad(f"expected a non-empty string or a number, got {_describe(value)}")
+        raise _Bad(f"expected a non-empty string or a number, got {describe(value)}")
     if _is_number(value):
-        return _number_text(value)
-    raise _Bad(f"expected a non-empty string or a number, got {_describe(value)}")
+        return number_text(value)
+    raise _Bad(f"expected a non-empty string or a number, got {describe(value)}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -854,32 +644,6 @@ def _is_number(value: Any) -> bool:
     if isinstance(value, int):
         return True
     return isinstance(value, float) and math.isfinite(value)
-
-
-def _number_text(value: int | float) -> str:
-    """The number as written in the JSON file when known (``1.50`` stays ``"1.50"``), else ``str()``."""
-    return getattr(value, "text", None) or str(value)
-
-
-def _describe(value: Any) -> str:
-    """Name the JSON type of ``value`` for "expected X, got Y" messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
-    if isinstance(value, str):
-        if not value:
-            return "an empty string"
-        if not value.strip():
-            return "a blank string (only whitespace)"
-        return "a string"
-    if isinstance(value, (int, float)):
-        return f"a number ({_number_text(value)})"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "an object"
-    return f"a {type(value).__name__}"
 
 
 def _preview(value: Any, limit: int = 40) -> str:

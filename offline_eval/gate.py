@@ -6,20 +6,18 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# What a failed metric means for the RAG system, in the words users act on.
-EXPLANATIONS = {
-    "faithfulness": "hallucination risk: the answer states things the context does not support",
-    "answer_relevancy": "off-topic answers: the answer does not address the question",
-    "context_recall": "retrieval misses information the reference answer needs",
-    "context_precision": "too much retrieval noise: relevant chunks are missing or ranked low",
-    "context_relevant_ratio": "too much retrieval noise: many retrieved chunks are irrelevant",
-}
-# Scores that are a second view of another metric: their not-computable reasons are that metric's.
-SCORE_METRIC = {"context_relevant_ratio": "context_precision"}
+from offline_eval.metrics import score_owner, score_spec
+
 # Scores are printed with this many decimals, and the gate compares what is printed: a mean of
 # 0.7999999999999999 is the 0.800 the user reads, and passes a 0.80 threshold.
 REPORTED_DIGITS = 3
 _MAX_REASON = 120
+
+
+def explanation(score: str) -> str:
+    """What a failed score means for the RAG system, in the words users act on (its metric says)."""
+    spec = score_spec(score)
+    return spec.failure if spec else "below threshold"
 
 
 def reported(value: float) -> float:
@@ -37,7 +35,7 @@ def empty_reason(samples: Sequence[Mapping[str, Any]], score: str) -> str:
     """Why no sample has a score: the samples' not-computable reasons, most common first."""
     if not samples:
         return "no sample"
-    metric = SCORE_METRIC.get(score, score)
+    metric = score_owner(score)  # a second view of a metric (the noise ratio) has that metric's reasons
     reasons = Counter(str((s.get("not_computable") or {}).get(metric) or "not computable") for s in samples)
     listed = "; ".join(f"{r if len(r) <= _MAX_REASON else r[:_MAX_REASON - 1] + '…'} (×{k})"
                        for r, k in reasons.most_common(3))
@@ -65,7 +63,7 @@ def _check(metric: str, category: str | None, stats: dict[str, Any] | None, thre
     elif reported(value) >= threshold:
         check.update(status="passed", reason="")
     else:
-        check.update(status="failed", reason=EXPLANATIONS.get(metric, "below threshold"))
+        check.update(status="failed", reason=explanation(metric))
     return check
 
 
@@ -112,7 +110,7 @@ def apply_gate(
 def describe_failure(check: Mapping[str, Any]) -> str:
     """A failed check in one line: the value against the threshold when that is why, else the reason."""
     value, threshold = check.get("value"), check.get("threshold")
-    reason = check.get("reason") or EXPLANATIONS.get(str(check.get("metric")), "below threshold")
+    reason = check.get("reason") or explanation(str(check.get("metric")))
     if isinstance(value, (int, float)) and isinstance(threshold, (int, float)):
         return f"{value:.{REPORTED_DIGITS}f} < {fmt_threshold(threshold)} — {reason}"
     return str(reason)

@@ -1,8 +1,12 @@
-"""Orchestration: samples → judge calls (sample by sample) → batch scoring → report.
+"""The one run path: data → judge calls, sample by sample → batch scoring → report.
 
-The judge and the embedders are loaded once per run. Samples are judged one after another so that a
-sample's context-heavy calls reuse its evaluated context; every call goes through the SQLite cache,
-so an interrupted run started again picks up where it stopped and ends with the same report.
+``run`` is what ``offline-eval evaluate`` and ``evaluate()`` both call: it loads and checks the data,
+loads the judge and the embedders (before any judging, so a missing model fails fast), evaluates and
+builds the report. ``evaluate_samples`` is the evaluation itself: each sample is judged by
+``judge_sample``, which returns that sample's evidence and its own judge cost, so samples can be
+handed to any ``Executor`` (in this process by default, one after another, so that a sample's
+context-heavy calls reuse its evaluated context). Every call goes through the SQLite cache, so an
+interrupted run started again picks up where it stopped and ends with the same report.
 """
 
 from __future__ import annotations
@@ -10,22 +14,27 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from offline_eval import __version__, modelstore
-from offline_eval.config import SCORES, EvalConfig
-from offline_eval.embed import Embedder, load_embedder
-from offline_eval.judge import Judge
+from offline_eval import __version__
+from offline_eval.config import EvalConfig, check_against_data
+from offline_eval.data import LoadResult, load_samples, samples_from_records
+from offline_eval.embed import EmbedderSet
+from offline_eval.judge import Judge, Usage
+from offline_eval.judge.load import load_judge
 from offline_eval.lang import detect_language
-from offline_eval.metrics import REGISTRY, Evidence, Outcome, SampleContext, Usage
-from offline_eval.registry import default_model
-from offline_eval.report import build_report
+from offline_eval.metrics import REGISTRY, Evidence, Metric, Outcome, SampleContext, score_specs
+from offline_eval.report import build_report, view
 from offline_eval.sample import Sample
+
+T = TypeVar("T")
+R = TypeVar("R")
+Data = str | Path | Iterable[Mapping[str, Any] | Sample]
 
 
 @dataclass
@@ -43,85 +52,117 @@ class Progress:
 class RunResult:
     report: dict[str, Any]
     timing: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # what went wrong without stopping the run
 
     @property
     def passed(self) -> bool:
-        return bool(self.report["gate"]["passed"])
+        return bool(view.passed(self.report))
 
 
-def load_judge(config: EvalConfig, echo: Callable[[str], None] = lambda _: None) -> Judge:
-    """Resolve, verify and load the configured judge, with the SQLite cache unless disabled.
-
-    Raises ``CacheError`` for a cache file that cannot be used, ``ModelError`` for a missing model.
-    """
-    from offline_eval.judge.cache import JudgeCache
-    from offline_eval.judge.llama import JudgeOptions, LlamaJudge
-
-    cache = None
-    if config.use_cache:  # first: an unusable cache (CacheError) is reported before any model work
-        cache = JudgeCache(config.cache_path or modelstore.home() / "judge-cache.sqlite")
-    model = modelstore.resolve(config.judge, "judge")
-    started = time.perf_counter()
-    judge = LlamaJudge(
-        model.path,
-        name=model.name,
-        sha256=model.sha256 or "",
-        options=JudgeOptions(n_ctx=config.n_ctx, n_threads=config.n_threads, n_gpu_layers=config.n_gpu_layers,
-                             seed=config.seed, verbose=config.verbose),
-        cache=cache,
-    )
-    where = "GPU" if config.n_gpu_layers else "CPU"
-    echo(f"judge {model.name} loaded on {where} in {time.perf_counter() - started:.1f}s (window {judge.n_ctx} tokens)")
-    return judge
+# ------------------------------------------------------------------ per sample
 
 
-class EmbedderSet:
-    """Embedders by language, loaded on first use. A forced embedder serves every language."""
+@dataclass(frozen=True)
+class SampleWork:
+    """One sample to judge, in its language."""
 
-    def __init__(self, forced: str | None = None, loaded: dict[str, Embedder] | None = None):
-        self.forced = forced
-        self._by_name: dict[str, Embedder] = {}
-        self._by_lang: dict[str, Embedder] = dict(loaded or {})
+    sample: Sample
+    lang: str
 
-    def name_for(self, lang: str) -> str:
-        return self.forced or default_model("embedder", lang).name
 
-    def for_language(self, lang: str) -> Embedder:
-        if lang not in self._by_lang:
-            name = self.name_for(lang)
-            if name not in self._by_name:
-                self._by_name[name] = load_embedder(modelstore.resolve(name, "embedder"))
-            self._by_lang[lang] = self._by_name[name]
-        return self._by_lang[lang]
+@dataclass
+class SampleJudged:
+    """One sample's evidence per metric, and what judging it cost, per metric."""
 
-    def embed(self, texts: Sequence[str], langs: Sequence[str]) -> np.ndarray:
-        """Embed texts with each one's language's embedder; same order out as in."""
-        groups: dict[str, list[int]] = defaultdict(list)
-        for i, lang in enumerate(langs):
-            groups[lang].append(i)
-        parts = {lang: self.for_language(lang).embed([texts[i] for i in idx]) for lang, idx in groups.items()}
-        dims = {p.shape[1] for p in parts.values()}
-        if len(dims) > 1:
-            # Different embedders per language give vectors of different sizes; cosines are only ever
-            # taken within one sample (one language), so pad to a common width.
-            width = max(dims)
-            parts = {k: np.pad(v, ((0, 0), (0, width - v.shape[1]))) for k, v in parts.items()}
-        out = np.zeros((len(texts), max(dims) if dims else 0), dtype=np.float32)
-        for lang, idx in groups.items():
-            out[idx] = parts[lang]
-        return out
+    evidence: dict[str, Evidence]
+    usage: dict[str, Usage]
 
-    def describe(self, langs: Sequence[str]) -> dict[str, Any]:
-        out = {}
-        for lang in sorted(set(langs)):
-            emb = self.for_language(lang)
-            out[lang] = {"name": emb.name, "sha256": emb.sha256}
-        return out
+
+def judge_sample(work: SampleWork, metrics: Sequence[Metric], judge: Judge) -> SampleJudged:
+    """Every metric's judge calls for one sample. Touches nothing shared but the judge."""
+    usage: dict[str, Usage] = defaultdict(Usage)
+    evidence = {m.name: m.collect(SampleContext(work.sample, work.lang, judge, m.name, usage)) for m in metrics}
+    return SampleJudged(evidence, dict(usage))
+
+
+class Executor(Protocol):
+    """Runs the per-sample work: ``fn`` over ``items``, results in the items' order as each is ready."""
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]: ...
+
+
+class InProcess:
+    """The default executor: this process, one sample after another."""
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        return map(fn, items)
+
+
+# ------------------------------------------------------------------ the run
+
+
+def load_data(data: Data, *, skip_invalid: bool = False) -> LoadResult:
+    """A dataset file, or in-memory records / Samples, validated (``DatasetError`` listing every problem)."""
+    if isinstance(data, (str, Path)):
+        return load_samples(data, skip_invalid=skip_invalid)
+    return samples_from_records(list(data), skip_invalid=skip_invalid)
 
 
 def sample_language(sample: Sample, config: EvalConfig) -> str:
     """The forced language, or the one detected from the question and answer."""
     return detect_language(sample.question, sample.answer) if config.language == "auto" else config.language
+
+
+def build_metrics(config: EvalConfig) -> list[Metric]:
+    """The configured metrics, each with its parameters from the settings."""
+    return [REGISTRY[name](config.metric_params(REGISTRY[name]), verdict_scoring=config.verdict_scoring)
+            for name in config.metrics]
+
+
+def run(
+    data: Data,
+    config: EvalConfig,
+    *,
+    skip_invalid: bool = False,
+    judge: Judge | None = None,
+    embedders: EmbedderSet | None = None,
+    say: Callable[[str], None] = lambda _: None,
+    warn: Callable[[str], None] = lambda _: None,
+    on_progress: Callable[[Progress], None] | None = None,
+    executor: Executor | None = None,
+    source: str = "evaluate()",
+) -> RunResult:
+    """Load, check, judge, score and report: the whole evaluation, for the CLI and the Python API.
+
+    The data (``DatasetError``) and the settings against it (``ConfigError``, naming ``source``) are
+    checked before any model loads; then the judge (``CacheError``, ``ModelError``,
+    ``JudgeServerError``) and the embedders the metrics need. ``say`` gets progress messages, ``warn``
+    the records skipped.
+    """
+    loaded = load_data(data, skip_invalid=skip_invalid)
+    for skipped in loaded.skipped:
+        warn(f"skipping {skipped.location}: {'; '.join(skipped.problems)}")
+    check_against_data(config, loaded.samples, source)
+    say(f"{len(loaded.samples)} samples from {data if isinstance(data, (str, Path)) else 'memory'} "
+        f"({len(loaded.skipped)} skipped); metrics: {', '.join(config.metrics)}")
+    judge = judge or load_judge(config, echo=say)
+    embedders = embedders or EmbedderSet(config.embedder)
+    if any(REGISTRY[name].needs_embedder for name in config.metrics):
+        for lang in sorted({sample_language(s, config) for s in loaded.samples}):
+            embedders.for_language(lang)  # load (and verify) up front: fail before hours of judging
+    info: dict[str, Any] = {"n_records": loaded.n_records, "n_evaluated": len(loaded.samples),
+                            "n_skipped": len(loaded.skipped)}
+    if isinstance(data, (str, Path)):
+        info = file_info(Path(data), **info)
+    result = evaluate_samples(
+        loaded.samples, config, judge=judge, embedders=embedders, data_info=info,
+        skipped_records=[{"location": s.location, "problems": list(s.problems)} for s in loaded.skipped],
+        on_progress=on_progress, executor=executor,
+    )
+    problem = getattr(judge.cache, "problem", None)
+    if problem:
+        result.warnings.append(problem)
+    return result
 
 
 def evaluate_samples(
@@ -133,37 +174,41 @@ def evaluate_samples(
     data_info: dict[str, Any] | None = None,
     skipped_records: list[dict[str, Any]] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    executor: Executor | None = None,
 ) -> RunResult:
     """Score every sample with every configured metric and build the report."""
     started = time.perf_counter()
-    metrics = [REGISTRY[name]() for name in config.metrics]
+    metrics = build_metrics(config)
+    langs = [sample_language(s, config) for s in samples]
     evidence: dict[str, list[Evidence]] = {m.name: [] for m in metrics}
     usage: dict[str, Usage] = defaultdict(Usage)
-    langs: list[str] = []
-    for i, sample in enumerate(samples):
-        lang = sample_language(sample, config)
-        langs.append(lang)
-        ctx = SampleContext(sample=sample, lang=lang, judge=judge, config=config, usage=usage)
-        for metric in metrics:
-            evidence[metric.name].append(metric.collect(ctx))
+    work = [SampleWork(s, lang) for s, lang in zip(samples, langs)]
+    for done, judged in enumerate((executor or InProcess()).map(lambda w: judge_sample(w, metrics, judge), work), 1):
+        for name, found in judged.evidence.items():
+            evidence[name].append(found)
+        for name, cost in judged.usage.items():
+            usage[name].add(cost)
         if on_progress:
-            on_progress(Progress(i + 1, len(samples), sum(u.judge_calls for u in usage.values()),
+            on_progress(Progress(done, len(samples), sum(u.judge_calls for u in usage.values()),
                                  sum(u.cache_hits for u in usage.values()), time.perf_counter() - started))
 
     outcomes: dict[str, list[Outcome]] = {m.name: m.score(samples, evidence[m.name], embedders.embed) for m in metrics}
-    score_names = [s for s in SCORES if any(s in m.scores for m in metrics)]
+    reported = {s for m in metrics for s in m.score_names()}
+    score_names = [spec.name for spec in score_specs() if spec.name in reported]
     rows = [_sample_row(i, s, langs[i], metrics, outcomes) for i, s in enumerate(samples)]
 
-    run = {
+    params: dict[str, Any] = {**config.all_params(), "n_resamples": config.n_resamples}
+    if config.verdict_scoring != "hard":  # recorded when it changes the formulas: classic reports keep their bytes
+        params["verdict_scoring"] = config.verdict_scoring
+    run_info = {
         "tool": "offline-eval",
         "version": __version__,
         "judge": judge.describe(),
-        "embedders": embedders.describe(langs) if "answer_relevancy" in config.metrics and samples else {},
+        "embedders": embedders.describe(langs) if any(m.needs_embedder for m in metrics) and samples else {},
         "seed": config.seed,
         "language": config.language,
         "metrics": list(config.metrics),
-        "params": {"max_claims": config.max_claims, "max_reference_claims": config.max_reference_claims,
-                   "n_questions": config.n_questions, "n_resamples": config.n_resamples},
+        "params": params,
         "data": data_info or {},
         "usage": {
             "judge_calls": sum(u.judge_calls for u in usage.values()),
@@ -173,7 +218,7 @@ def evaluate_samples(
                               "completion_tokens": u.completion_tokens} for m, u in sorted(usage.items())},
         },
     }
-    report = build_report(run=run, samples=rows, score_names=score_names, thresholds=config.thresholds,
+    report = build_report(run=run_info, samples=rows, score_names=score_names, thresholds=config.thresholds,
                           category_thresholds=config.category_thresholds, gate_on=config.gate_on,
                           n_resamples=config.n_resamples, seed=config.seed, skipped_records=skipped_records,
                           allow_empty=config.allow_empty)
@@ -189,13 +234,14 @@ def evaluate_samples(
     return RunResult(report, timing)
 
 
-def _sample_row(i: int, sample: Sample, lang: str, metrics, outcomes: dict[str, list[Outcome]]) -> dict[str, Any]:
+def _sample_row(i: int, sample: Sample, lang: str, metrics: Sequence[Metric],
+                outcomes: dict[str, list[Outcome]]) -> dict[str, Any]:
     scores: dict[str, float | None] = {}
     not_computable: dict[str, str] = {}
     details: dict[str, Any] = {}
     for metric in metrics:
         outcome = outcomes[metric.name][i]
-        for name in metric.scores:
+        for name in metric.score_names():
             value = outcome.scores.get(name)
             scores[name] = None if value is None or not np.isfinite(value) else round(float(value), 6)
         if outcome.not_computable:

@@ -1,8 +1,9 @@
 """The metric math: pure NumPy over the whole batch, no I/O, no judge.
 
-Verdicts of a batch are a padded boolean matrix ``(n_samples, max_items)`` plus a mask saying which
-cells are real. A row with no real cell is *not computable*; functions return the scores and a
-``computable`` mask, never NaN.
+Verdicts of a batch are a padded matrix ``(n_samples, max_items)`` plus a mask saying which cells are
+real: booleans (hard verdicts), or values in [0, 1] (soft verdicts: the judge's P(yes), see
+``verdict_values``); every formula below reads both. A row with no real cell is *not computable*;
+functions return the scores and a ``computable`` mask, never NaN.
 """
 
 from __future__ import annotations
@@ -23,25 +24,41 @@ def pad(rows: Sequence[Sequence[float | bool]], dtype=np.float64) -> tuple[np.nd
     return values, mask
 
 
+def pad_optional(rows: Sequence[Sequence[float | None]]) -> tuple[np.ndarray, np.ndarray]:
+    """Ragged rows of optional numbers → (values, known): known is False where a value is None or padding."""
+    values, mask = pad([[0.0 if v is None else v for v in row] for row in rows])
+    known, _ = pad([[v is not None for v in row] for row in rows], dtype=bool)
+    return values, known & mask
+
+
+def verdict_values(hard: np.ndarray, probability: np.ndarray, known: np.ndarray, *, soft: bool) -> np.ndarray:
+    """What each verdict counts as: 1.0 / 0.0 for yes / no, or, under soft scoring, the judge's P(yes)
+    where it reported one (the hard verdict stands in where it did not)."""
+    values = hard.astype(np.float64)
+    return np.where(known, probability, values) if soft else values
+
+
 def fraction_true(verdicts: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: true cells ÷ real cells (faithfulness, context recall, relevant-chunk ratio).
+    """Per row: the mean verdict over real cells. For yes/no verdicts, true cells ÷ real cells
+    (faithfulness, context recall, relevant-chunk ratio); for soft ones, the mean P(yes).
 
     The denominator is the number of items *sent* to the judge (the mask), never the number of
     verdicts that came back.
     """
     counts = mask.sum(axis=1)
-    hits = (verdicts.astype(bool) & mask).sum(axis=1)
+    hits = np.where(mask, verdicts.astype(np.float64), 0.0).sum(axis=1)
     computable = counts > 0
     scores = np.divide(hits, counts, out=np.zeros(len(counts), dtype=np.float64), where=computable)
     return scores, computable
 
 
 def average_precision(relevant: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rank-aware context precision: AP = Σ_k precision@k · v_k ÷ Σ_k v_k, rank 1 in column 0.
+    """Rank-aware context precision: AP = Σ_k precision@k · v_k ÷ Σ_k v_k, rank 1 in column 0, with
+    precision@k = mean(v_1..v_k). ``relevant`` may be soft (P(useful) per chunk): the same formula.
 
     A row with chunks but none relevant scores 0; a row with no chunks is not computable.
     """
-    v = (relevant.astype(bool) & mask).astype(np.float64)
+    v = np.where(mask, relevant.astype(np.float64), 0.0)
     ranks = np.arange(1, v.shape[1] + 1, dtype=np.float64)
     precision_at_k = np.cumsum(v, axis=1) / ranks
     n_relevant = v.sum(axis=1)

@@ -23,7 +23,7 @@ from pathlib import Path
 from offline_eval import prompts
 from offline_eval.config import EvalConfig
 from offline_eval.judge import JudgeRequest
-from offline_eval.runner import load_judge
+from offline_eval.judge.load import load_judge
 
 CONTEXT = [
     (1, "The Golden Gate Bridge opened to traffic on May 28, 1937. Its main span is 1,280 metres long, "
@@ -53,13 +53,14 @@ def timed(fn) -> float:
 def bench(name: str, repeats: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         judge = load_judge(EvalConfig(judge=name, cache_path=Path(tmp) / "c.sqlite", n_ctx=4096))
-        llm = judge._llm
+        llama = judge.backend  # the llama.cpp backend, for its internals
+        llm = llama._llm
         results: dict[str, float] = {}
         outputs: dict = {}
         cold, warm = [], []
         for r in range(repeats):
-            judge._saved_prefixes.clear()
-            judge._saved_stems.clear()
+            llama._saved_prefixes.clear()
+            llama._saved_stems.clear()
             judge.cache = None
             cold.append(timed(lambda: judge.judge(request(CLAIM_SETS[r % 3]))))
             warm.append(timed(lambda: judge.judge(request(CLAIM_SETS[(r + 1) % 3]))))
@@ -71,21 +72,21 @@ def bench(name: str, repeats: int) -> dict:
         # and no grammar at all (the floor). The two grammar decodings must give the same bytes.
         req = request(CLAIM_SETS[0])
         schema_json = req.schema_json()
-        tokens = judge._tokens(judge.render_split(req))
+        tokens = llama._tokens(llama.render_split(req))
 
         def decode(lazy: bool):
-            judge._decoder.lazy = lazy
-            return judge._generate(tokens, req, schema_json, req.max_tokens)[0]
+            llama._decoder.lazy = lazy
+            return llama._generate(tokens, req, schema_json, req.max_tokens)[0]
 
         lazy_s, full_s, free_s = [], [], []
         for _ in range(repeats):
             lazy_s.append(timed(lambda: outputs.__setitem__("lazy", decode(True))))
             full_s.append(timed(lambda: outputs.__setitem__("full", decode(False))))
-            judge._restore_prefix(tokens)
+            llama._restore_prefix(tokens)
             n_gen = len(outputs["lazy"].tokens)
             free_s.append(timed(lambda: llm.create_completion(prompt=tokens.head + tokens.tail, max_tokens=n_gen,
                                                               temperature=0.0)))
-        judge._decoder.lazy = True
+        llama._decoder.lazy = True
         if outputs["lazy"].text != outputs["full"].text:
             raise SystemExit(f"lazy and full grammar decoding differ: {outputs['lazy'].text!r} vs {outputs['full'].text!r}")
         results["generated_tokens"] = len(outputs["lazy"].tokens)

@@ -27,11 +27,13 @@ import llama_cpp  # noqa: E402
 
 from offline_eval.config import EvalConfig  # noqa: E402
 from offline_eval.data import load_samples  # noqa: E402
-from offline_eval.runner import EmbedderSet, evaluate_samples, load_judge  # noqa: E402
+from offline_eval.embed import EmbedderSet  # noqa: E402
+from offline_eval.judge.load import load_judge  # noqa: E402
+from offline_eval.runner import evaluate_samples  # noqa: E402
 
 
 def llama_seconds(judge) -> tuple[float, int, int]:
-    data = llama_cpp.llama_perf_context(judge._llm.ctx)
+    data = llama_cpp.llama_perf_context(judge.backend._llm.ctx)
     return (data.t_p_eval_ms + data.t_eval_ms) / 1000.0, int(data.n_p_eval), int(data.n_eval)
 
 
@@ -52,7 +54,7 @@ def main() -> int:
         embedders = EmbedderSet()
         for lang in ("en", "zh"):
             embedders.for_language(lang)
-        llama_cpp.llama_perf_context_reset(judge._llm.ctx)
+        llama_cpp.llama_perf_context_reset(judge.backend._llm.ctx)
 
         started = time.perf_counter()
         cold = evaluate_samples(samples, config, judge=judge, embedders=embedders)

@@ -38,8 +38,10 @@ import bench_adapters
 
 from offline_eval.config import EvalConfig
 from offline_eval.data import load_samples
+from offline_eval.embed import EmbedderSet
+from offline_eval.judge.load import load_judge
 from offline_eval.modelstore import resolve
-from offline_eval.runner import EmbedderSet, evaluate_samples, load_judge
+from offline_eval.runner import evaluate_samples
 
 REPO = Path(__file__).resolve().parent.parent
 RAGAS_VENV = REPO / "bench-out" / "ragas-venv"

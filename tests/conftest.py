@@ -1,4 +1,5 @@
-"""Shared fixtures. Model-backed fixtures load the real installed models, once per session.
+"""Shared fixtures. Model-backed fixtures load the real installed models, once per session (slow
+tests only; model-free tests use ``offline_eval.testing.FakeJudge`` and ``hashing_embedders``).
 
 ``tiny`` (SmolLM2-135M) exercises the llama.cpp path fast; ``default_judge`` (Qwen2.5-Coder-1.5B) is
 used where judgement quality is asserted.
@@ -18,7 +19,8 @@ BENCHMARKS = REPO.parent / "shared" / "benchmarks"
 
 
 def make_judge(name: str, cache_path: Path | None, **options):
-    from offline_eval.runner import load_judge
+    """A real judge (llama.cpp backend) loaded like a run loads it; ``.backend`` is the LlamaJudge."""
+    from offline_eval.judge.load import load_judge
 
     config = EvalConfig(judge=name, cache_path=cache_path, use_cache=cache_path is not None, **options)
     return load_judge(config)
@@ -36,7 +38,7 @@ def default_judge(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def embedders():
-    from offline_eval.runner import EmbedderSet
+    from offline_eval.embed import EmbedderSet
 
     return EmbedderSet()
 

@@ -234,20 +234,21 @@ def test_load_labels_jsonl_and_csv(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "name, content, message",
     [
-        ("l.jsonl", '{"sample_id": "s1"}\n{"sample_id": \n', ":2: invalid JSON"),
-        ("l.jsonl", '{"sample_id": "s1"}\n[1]\n', ":2: expected a JSON object"),
-        ("l.jsonl", '{"sample_id": "s1"}\n{"faithful": 1}\n', ":2: missing 'sample_id'"),
+        ("l.jsonl", '{"sample_id": "s1"}\n{"sample_id": \n', " line 2: invalid JSON"),
+        ("l.jsonl", '{"sample_id": "s1"}\n[1]\n', " line 2: expected a JSON object"),
+        ("l.jsonl", '{"sample_id": "s1"}\n{"faithful": 1}\n', " line 2: missing 'sample_id'"),
         (
             "l.jsonl",
             '{"sample_id": "s1"}\n{"sample_id": "s1"}\n',
-            ":2: duplicate sample_id 's1' (first at 1)",
+            " line 2: duplicate sample_id 's1' (first at line 1)",
         ),
-        ("l.jsonl", '{"sample_id": "s1", "x": NaN}\n', ":1: invalid JSON"),
-        ("l.csv", "id,faithful\ns1,yes\n", ":1: no 'sample_id' column"),
-        ("l.csv", "sample_id,faithful\ns1,yes\ns2,no,extra\n", ":3: more fields"),
-        ("l.csv", "sample_id,faithful\ns1,yes\n,no\n", ":3: missing 'sample_id'"),
-        ("l.csv", "", "empty file"),
-        ("l.jsonl", "\n\n", "no label rows"),
+        ("l.json", '[{"sample_id": "s1"}, 3]', " record 2: expected a JSON object"),
+        ("l.csv", "id,faithful\ns1,yes\n", " line 1: no 'sample_id' column"),
+        ("l.csv", "sample_id,faithful\ns1,yes\ns2,no,extra\n", " line 3: expected 2 cells"),
+        ("l.csv", "sample_id,faithful\ns1,yes\n,no\n", " line 3: missing 'sample_id'"),
+        ("l.csv", "", "the file is empty"),
+        ("l.jsonl", "\n\n", "the file is empty"),
+        ("l.csv", "sample_id,faithful\n,\n", "no label rows"),
     ],
 )
 def test_load_labels_errors_name_file_and_line(tmp_path: Path, name: str, content: str, message: str) -> None:
@@ -260,8 +261,18 @@ def test_load_labels_errors_name_file_and_line(tmp_path: Path, name: str, conten
 
 
 def test_load_labels_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(LabelsError, match="cannot read labels file"):
+    with pytest.raises(LabelsError, match="file not found"):
         load_labels(tmp_path / "nope.csv")
+
+
+def test_labels_are_read_like_datasets(tmp_path: Path) -> None:
+    """The same table reader as datasets: a raw U+2028 inside a JSON string stays in its line, and NaN
+    (pandas' missing value) is a missing label."""
+    p = tmp_path / "labels.jsonl"
+    p.write_text('{"sample_id": "s\u2028x", "note": "a\u2028b", "faithful": NaN}\n', encoding="utf-8")
+    (row,) = load_labels(p)
+    assert row["sample_id"] == "s\u2028x" and row["note"] == "a\u2028b"
+    assert parse_label(row["faithful"]) == (None, None)
 
 
 def test_render_agreement_markdown(report: dict) -> None:
@@ -347,7 +358,7 @@ def test_cli_agreement_bad_files(tmp_path: Path, report: dict) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"sample_id": "s1"}\n{oops\n', encoding="utf-8")
     res = CliRunner().invoke(agreement_cmd, [r, "--labels", str(bad), "--map", "faithfulness=faithful"])
-    assert res.exit_code == 2 and f"{bad}:2: invalid JSON" in res.stderr
+    assert res.exit_code == 2 and f"{bad} line 2: invalid JSON" in res.stderr
     res = CliRunner().invoke(agreement_cmd, [str(tmp_path / "none.json"), "--labels", lab, "--map", "a=b"])
     assert res.exit_code == 2 and "none.json: cannot read report" in res.stderr
     res = CliRunner().invoke(agreement_cmd, [r, "--map", "faithfulness=faithful"])  # no --labels

@@ -7,10 +7,11 @@ import pytest
 import offline_eval.runner as runner
 from offline_eval import evaluate
 from offline_eval.api import make_config
-from offline_eval.config import DEFAULT_THRESHOLDS, ConfigError
+from offline_eval.config import ConfigError
+from offline_eval.metrics import default_thresholds
 from offline_eval.data import DatasetError
 from offline_eval.sample import Sample
-from tests.fake_judge import FakeJudge
+from offline_eval.testing import FakeJudge
 
 RECORD = {"question": "How long is the refund window?", "contexts": ["Refunds within 30 days."],
           "answer": "30 days.", "category": "billing"}
@@ -46,7 +47,7 @@ def test_bad_options_are_refused_before_anything_runs(options, fragment):
 
 def test_thresholds_merge_over_the_defaults_as_on_the_command_line():
     config = make_config(thresholds={"faithfulness": 0.9})
-    assert config.thresholds == {**DEFAULT_THRESHOLDS, "faithfulness": 0.9}
+    assert config.thresholds == {**default_thresholds(), "faithfulness": 0.9}
     assert make_config(metrics="faithfulness, context_recall").metrics == ("faithfulness", "context_recall")
 
 

@@ -222,9 +222,9 @@ def test_evaluate_invalid_toml_config(workdir):
 
 def test_evaluate_config_unknown_setting_names_the_file(workdir):
     write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
-    (workdir / "offline-eval.toml").write_text("judge_model = 'x'\n", encoding="utf-8")
+    (workdir / "offline-eval.toml").write_text("judge_name = 'x'\n", encoding="utf-8")
     result = invoke("evaluate", "data.jsonl")  # found in the working folder
-    assert_bad_input(result, "offline-eval.toml", "unknown setting 'judge_model'")
+    assert_bad_input(result, "offline-eval.toml", "unknown setting 'judge_name'")
 
 
 def test_evaluate_pyproject_config_bad_language(workdir):

@@ -16,7 +16,6 @@ from offline_eval.compare import (
     evidence,
     regressed,
     render_compare_markdown,
-    validate_report,
 )
 
 
@@ -50,10 +49,19 @@ def make_sample(
         },
         "not_computable": {} if recall is not None else {"context_recall": "no reference answer"},
         "details": {
-            "faithfulness": {"claims": claims, "n_supported": n_claims - unsupported, "n_claims": n_claims},
+            "faithfulness": {
+                "claims": claims, "n_supported": n_claims - unsupported, "n_claims": n_claims,
+                "findings": [{"label": "claim", "text": c["text"], "verdict": c["verdict"],
+                              "ok": c["verdict"] == "supported", "probability": None} for c in claims],
+                "summary": f"{n_claims - unsupported} of {n_claims} claims supported",
+            },
             "answer_relevancy": {
                 "noncommittal": False,
                 "generated_questions": [{"text": "what?", "similarity": 0.9}],
+                "findings": [{"label": "answer", "text": "the answer gives information", "verdict": "informative",
+                              "ok": True, "probability": 0.1},
+                             {"label": "generated question", "text": "what?", "verdict": "similarity 0.900",
+                              "ok": None}],
             },
             "context_precision": {
                 "chunks": [
@@ -62,6 +70,10 @@ def make_sample(
                 ],
                 "average_precision": 1.0,
                 "relevant_ratio": 0.5,
+                "findings": [{"label": "chunk at rank 1", "text": "a", "verdict": "relevant", "ok": True,
+                              "probability": 0.8},
+                             {"label": "chunk at rank 2", "text": "noise", "verdict": "irrelevant", "ok": False,
+                              "probability": 0.3}],
             },
         },
     }
@@ -153,10 +165,11 @@ def test_movers_carry_evidence_from_both_reports(pair: tuple[dict, dict]) -> Non
     gained = movers[0]
     assert gained["sample_id"] == "s03" and gained["base_score"] is None
     top = movers[1]
-    assert top["evidence"]["base"]["unsupported_claims"] == []
-    assert top["evidence"]["new"]["unsupported_claims"] == [
-        f"{top['sample_id']} claim 0",
-        f"{top['sample_id']} claim 1",
+    assert "findings" not in top["evidence"]["base"]  # nothing counted against the base score
+    assert top["evidence"]["base"]["summary"] == "4 of 4 claims supported"
+    assert [(f["text"], f["verdict"]) for f in top["evidence"]["new"]["findings"]] == [
+        (f"{top['sample_id']} claim 0", "unsupported"),
+        (f"{top['sample_id']} claim 1", "unsupported"),
     ]
     assert top["question"] == f"What about {top['sample_id']}?"
 
@@ -240,35 +253,26 @@ def test_warnings_for_different_runs(pair: tuple[dict, dict]) -> None:
     assert any("judge model" in w for w in warnings)
 
 
-def test_validate_report_errors() -> None:
-    with pytest.raises(ReportError, match="JSON object"):
-        validate_report([])
-    with pytest.raises(ReportError, match="samples"):
-        validate_report({"schema_version": 1})
-    with pytest.raises(ReportError, match="schema_version"):
-        validate_report({"schema_version": 2, "samples": []})
-    dup = make_report([make_sample("a", 0.5), make_sample("a", 0.6)])
-    with pytest.raises(ReportError, match="duplicate sample_id 'a'"):
-        validate_report(dup)
-    bad = make_report([make_sample("a", 0.5)])
-    bad["samples"][0]["scores"]["faithfulness"] = "high"
-    with pytest.raises(ReportError, match=r"samples\[0\] \(a\): scores.faithfulness"):
-        validate_report(bad)
+def test_a_malformed_report_is_named() -> None:
     with pytest.raises(ReportError, match="new report"):
         compare_reports(make_report([]), {"samples": "x"})
+    with pytest.raises(ReportError, match="base report: .*duplicate sample_id 'a'"):
+        compare_reports(make_report([make_sample("a", 0.5), make_sample("a", 0.6)]), make_report([]))
 
 
-def test_evidence_summaries() -> None:
+def test_evidence_is_the_summary_and_the_findings_against_the_score() -> None:
     s = make_sample("a", 0.5, unsupported=1)
     assert evidence(s, "faithfulness") == {
-        "unsupported_claims": ["a claim 0"],
-        "n_supported": 3,
-        "n_claims": 4,
+        "summary": "3 of 4 claims supported",
+        "findings": [{"label": "claim", "text": "a claim 0", "verdict": "unsupported", "ok": False,
+                      "probability": None}],
     }
-    assert evidence(s, "context_precision")["relevant_ranks"] == [1]
-    assert evidence(s, "context_relevant_ratio")["irrelevant_chunks"] == [{"rank": 2, "preview": "noise"}]
-    assert evidence(s, "answer_relevancy")["noncommittal"] is False
-    assert evidence(s, "context_recall") == {}
+    assert evidence(s, "context_precision")["findings"][0]["label"] == "chunk at rank 2"
+    # the second score of a metric reads that metric's evidence
+    assert evidence(s, "context_relevant_ratio") == evidence(s, "context_precision")
+    assert evidence(s, "answer_relevancy") == {"findings": [
+        {"label": "generated question", "text": "what?", "verdict": "similarity 0.900", "ok": None}]}
+    assert evidence(s, "context_recall") == {"not_computable": "no reference answer"}
     assert evidence({"sample_id": "x", "scores": {}}, "faithfulness") == {}
 
 
@@ -278,9 +282,9 @@ def test_render_markdown(pair: tuple[dict, dict]) -> None:
     assert "| metric | n | base | new | Δ (new − base) | 95% CI of Δ | p | p (Holm) | verdict |" in md
     assert "| faithfulness | 30 |" in md and "**regressed**" in md
     assert "Holm-corrected for the 4 metrics tested" in md
-    assert "`s03` not computable → 0.857" in md
+    assert "- s03: not computable → 0.857" in md
     assert "only in base: 1 (only-base)" in md
-    assert "### Largest movers" in md and "unsupported: “" in md
+    assert "### Largest movers" in md and "claim (unsupported): “" in md
 
 
 # ------------------------------------------------------------------------------------------ CLI

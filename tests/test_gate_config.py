@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 from offline_eval.config import (
-    DEFAULT_THRESHOLDS,
-    METRICS,
     ConfigError,
     EvalConfig,
     apply_settings,
@@ -16,7 +14,10 @@ from offline_eval.config import (
     read_config_file,
     validate,
 )
-from offline_eval.gate import EXPLANATIONS, apply_gate
+from offline_eval.gate import apply_gate, explanation
+from offline_eval.metrics import default_thresholds, metric_names
+
+DEFAULT_THRESHOLDS = default_thresholds()
 
 
 def _agg(mean, ci_low=None, ci_high=None, n=10):
@@ -49,7 +50,7 @@ def test_gate_failed_names_metric_and_explains():
     check = next(c for c in result["checks"] if c["metric"] == "faithfulness")
     assert check["status"] == "failed"
     assert check["value"] == 0.5 and check["threshold"] == 0.8
-    assert check["reason"] == EXPLANATIONS["faithfulness"]
+    assert check["reason"] == explanation("faithfulness")
     assert "hallucination" in check["reason"]
 
 
@@ -314,7 +315,7 @@ def test_metrics_as_list():
     ("settings", "fragment"),
     [
         ({"bogus": 1}, "unknown setting 'bogus'"),
-        ({"judge_model": "x"}, "unknown setting 'judge_model'"),
+        ({"judge_name": "x"}, "unknown setting 'judge_name'"),
         ({"metrics": "faithfulness,bogus"}, "unknown metric(s) bogus"),
         ({"metrics": ["context_relevant_ratio"]}, "unknown metric(s) context_relevant_ratio"),
         ({"thresholds": {"bogus": 0.5}}, "threshold for unknown metric 'bogus'"),
@@ -365,7 +366,7 @@ def test_threshold_bounds_inclusive():
 
 def test_validate_defaults_ok():
     validate(EvalConfig(), "defaults")
-    assert EvalConfig().metrics == METRICS
+    assert EvalConfig().metrics == metric_names()
 
 
 def test_non_numeric_threshold_is_config_error():

@@ -246,3 +246,39 @@ def test_pipeline_from_ragged_rows_has_no_nan():
     mean_ap, n_ap = scoring.masked_mean(ap, ap_computable)
     assert n_ap == 3
     assert mean_ap == pytest.approx(((1 + 2 / 3) / 2 + 0 + 1) / 3)
+
+
+# ================================================================================== soft verdicts
+
+
+def test_pad_optional_marks_missing_values_unknown():
+    values, known = scoring.pad_optional([[0.25, None], [], [0.5]])
+    assert values.tolist() == [[0.25, 0.0], [0.0, 0.0], [0.5, 0.0]]
+    assert known.tolist() == [[True, False], [False, False], [True, False]]
+
+
+def test_verdict_values_hard_or_probability_with_the_hard_verdict_standing_in():
+    hard = np.array([[True, False, True]])
+    probability = np.array([[0.9, 0.2, 0.0]])
+    known = np.array([[True, True, False]])
+    assert scoring.verdict_values(hard, probability, known, soft=False).tolist() == [[1.0, 0.0, 1.0]]
+    assert scoring.verdict_values(hard, probability, known, soft=True).tolist() == [[0.9, 0.2, 1.0]]
+
+
+def test_fraction_true_of_soft_verdicts_is_their_mean_over_items_sent():
+    values = np.array([[0.9, 0.2, 0.7], [0.5, 0.0, 0.0]])
+    mask = np.array([[True, True, True], [True, False, False]])
+    scores, computable = scoring.fraction_true(values, mask)
+    assert scores == pytest.approx([0.6, 0.5]) and computable.all()
+
+
+def test_soft_average_precision_by_hand():
+    """AP = Σ_k precision@k · v_k ÷ Σ_k v_k with precision@k = mean(v_1..v_k)."""
+    v = [0.2, 0.9, 0.4]
+    precision_at = [0.2, 0.55, 0.5]
+    expected = sum(p * x for p, x in zip(precision_at, v)) / sum(v)
+    ap, computable = scoring.average_precision(np.array([v, [0.0, 0.0, 0.0]]), np.ones((2, 3), dtype=bool))
+    assert ap[0] == pytest.approx(expected) and ap[1] == 0.0 and computable.all()
+    # with 0/1 relevance it is the classic average precision
+    hard, _ = scoring.average_precision(np.array([[0.0, 1.0, 1.0]]), np.ones((1, 3), dtype=bool))
+    assert hard[0] == pytest.approx((1 / 2 + 2 / 3) / 2)

@@ -16,22 +16,19 @@ import contextlib
 import ctypes
 import os
 import sys
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from offline_eval.judge.base import JudgeError, JudgeRequest, JudgeResult, validate_output
-from offline_eval.judge.cache import JudgeCache, cache_key
+from offline_eval.judge.base import Completion, JudgeError, JudgeRequest, JudgeResult, Prepared
 from offline_eval.judge.decode import Generation, GrammarDecoder
+from offline_eval.judge.judge import Judge
 from offline_eval.judge.llama_build import build_identity
 
 _STEM_END = "\u2063OFFLINE_EVAL_STEM\u2063"
 _SHARED_END = "\u2063OFFLINE_EVAL_SPLIT\u2063"
 _USER_END = "\u2063OFFLINE_EVAL_USER_END\u2063"
-# A truncated output is retried with budgets this many times larger, then given up on.
-_RETRY_FACTORS = (1, 2, 4)
 _SAVED_PREFIXES = 4
 
 
@@ -108,7 +105,7 @@ def _quiet_stderr(enabled: bool):
 
 
 class LlamaJudge:
-    """A judge over any GGUF file, loaded once per run."""
+    """The llama.cpp backend: any GGUF file, loaded once per run (``offline_eval.judge.Judge`` wraps it)."""
 
     def __init__(
         self,
@@ -117,15 +114,14 @@ class LlamaJudge:
         name: str,
         sha256: str,
         options: JudgeOptions = JudgeOptions(),
-        cache: JudgeCache | None = None,
     ):
         from llama_cpp import Llama
 
         self.name = name
         self.sha256 = sha256
+        self.identity = sha256  # the cache key names the model by its file's hash
         self.path = Path(model_path)
         self.options = options
-        self.cache = cache
         with _quiet_stderr(not options.verbose):
             self._llm = Llama(
                 model_path=str(model_path),
@@ -264,44 +260,22 @@ class LlamaJudge:
         generation = self._decoder.generate(self._grammar(schema_json), schema_json, request.schema, max_tokens)
         return generation, evaluated + len(tokens.tail)
 
-    def judge(self, request: JudgeRequest) -> JudgeResult:
+    def prepare(self, request: JudgeRequest) -> Prepared:
         prompt = self.render_split(request)
         tokens = self._tokens(prompt)
-        n_prompt = len(tokens)
-        room = self.n_ctx - n_prompt
-        if room <= 0:
-            raise JudgeError(f"prompt of {n_prompt} tokens does not fit the judge's window of {self.n_ctx}")
-        schema_json = request.schema_json()
         # What can change the output bytes: greedy decoding ignores the seed, so it is not part of the key
         # (a new --seed only redraws the bootstrap); the llama.cpp build and GPU offload change the
         # floating-point sums, so a verdict computed by another build or on a GPU is never read back.
         params = {"temperature": 0, "split": [len(tokens.stem), len(tokens.head)], "max_tokens": request.max_tokens,
                   "n_batch": self.options.n_batch, "n_gpu_layers": self.options.n_gpu_layers,
                   "build": self.build, "user_text": "plain"}
-        key = cache_key(self.sha256, prompt.text, schema_json, params)
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            output, prompt_tokens, completion_tokens, seconds, probabilities = hit
-            return JudgeResult(validate_output(output, request.schema), prompt_tokens, completion_tokens,
-                               seconds, 0, cached=True, raw=output, probabilities=probabilities)
+        return Prepared(prompt.text, params, len(tokens), tokens)
 
-        started = time.perf_counter()
-        evaluated_total = 0
-        completion_total = 0
-        for factor in _RETRY_FACTORS:
-            budget = min(request.max_tokens * factor, room)
-            generation, evaluated = self._generate(tokens, request, schema_json, budget)
-            evaluated_total += evaluated
-            completion_total += len(generation.tokens)
-            if generation.finish != "length" or budget >= room:
-                break
-        seconds = time.perf_counter() - started
-        if generation.finish == "length":
-            raise JudgeError(f"judge output was cut at {budget} tokens even after retries (schema too loose?)")
-        text = generation.text
-        value = validate_output(text, request.schema)
-        if self.cache is not None:
-            self.cache.put(key, model_sha256=self.sha256, prompt=prompt.text, schema=schema_json, params=params,
-                           output=text, prompt_tokens=n_prompt, completion_tokens=completion_total, seconds=seconds,
-                           probabilities=generation.probabilities)
-        return JudgeResult(value, n_prompt, completion_total, seconds, evaluated_total, cached=False, raw=text,
-                           probabilities=generation.probabilities)
+    def complete(self, prepared: Prepared, request: JudgeRequest, max_tokens: int) -> Completion:
+        generation, evaluated = self._generate(prepared.payload, request, request.schema_json(), max_tokens)
+        return Completion(generation.text, generation.finish, len(generation.tokens), evaluated,
+                          generation.probabilities)
+
+    def judge(self, request: JudgeRequest) -> JudgeResult:
+        """One call without a cache (the smoke check's way in); a run wraps this backend in a ``Judge``."""
+        return Judge(self).judge(request)

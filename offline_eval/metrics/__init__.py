@@ -1,16 +1,31 @@
-"""One module per metric. ``REGISTRY`` maps a metric name to its implementation."""
+"""One module per metric; each registers itself (``@register``). Importing this package registers the
+built-in metrics, in the order every report lists them."""
 
-from offline_eval.metrics.answer_relevancy import AnswerRelevancy
-from offline_eval.metrics.base import Evidence, Metric, Outcome, SampleContext, Usage
-from offline_eval.metrics.context_precision import ContextPrecision
-from offline_eval.metrics.context_recall import ContextRecall
-from offline_eval.metrics.faithfulness import Faithfulness
+# isort: off  (registration order is the order of every report)
+from offline_eval.metrics import faithfulness  # noqa: F401
+from offline_eval.metrics import answer_relevancy  # noqa: F401
+from offline_eval.metrics import context_recall  # noqa: F401
+from offline_eval.metrics import context_precision  # noqa: F401
+# isort: on
+from offline_eval.metrics.base import (
+    REGISTRY,
+    Evidence,
+    Finding,
+    Metric,
+    Outcome,
+    SampleContext,
+    ScoreSpec,
+    default_thresholds,
+    metric_names,
+    param,
+    param_fields,
+    register,
+    score_owner,
+    score_spec,
+    score_specs,
+    unregister,
+)
 
-REGISTRY: dict[str, type] = {
-    "faithfulness": Faithfulness,
-    "answer_relevancy": AnswerRelevancy,
-    "context_recall": ContextRecall,
-    "context_precision": ContextPrecision,
-}
-
-__all__ = ["REGISTRY", "Evidence", "Metric", "Outcome", "SampleContext", "Usage"]
+__all__ = ["REGISTRY", "Evidence", "Finding", "Metric", "Outcome", "SampleContext", "ScoreSpec",
+           "default_thresholds", "metric_names", "param", "param_fields", "register", "score_owner", "score_spec",
+           "score_specs", "unregister"]

@@ -3,53 +3,143 @@
 Judge: from the answer alone, generate ``n_questions`` questions it would answer (1 call), and ask
 whether it is noncommittal (1 short call sharing the answer as prefix). Score = mean cosine(question,
 generated_i) with the sample's embedder; a noncommittal answer ("I don't know", "我不知道", evasions)
-scores 0, and so does an empty answer (it addresses nothing), without a judge call.
+scores 0, and so does an empty answer (it addresses nothing), without a judge call. Under probability
+scoring the mean cosine is scaled by 1 − P(evasive) instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from offline_eval import prompts, scoring
-from offline_eval.judge import JudgeRequest
-from offline_eval.metrics.base import Evidence, Outcome, SampleContext, check_sample, judged
+from offline_eval import scoring
+from offline_eval.judge import JudgeResult
+from offline_eval.metrics.base import (
+    EmbedFn,
+    Evidence,
+    Finding,
+    Metric,
+    Outcome,
+    SampleContext,
+    ScoreSpec,
+    judged,
+    param,
+    register,
+    reported_details,
+)
+from offline_eval.prompts import Task, Verdict, defuse, option_probability, string_list_schema
 from offline_eval.sample import Sample
 
-# embed(texts, languages) -> unit vectors; the runner routes each text to its language's embedder.
-EmbedFn = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+
+def answer_block(answer: str, lang: str) -> str:
+    """The shared prefix of a sample's answer-only calls (questions, evasiveness)."""
+    head = "待评估的回答：" if lang == "zh" else "The answer to evaluate:"
+    return f"{head}\n<answer>\n{defuse(answer)}\n</answer>\n\n"
 
 
-class AnswerRelevancy:
+@dataclass(frozen=True)
+class GenerateQuestions(Task[list[str]]):
+    """Questions the answer above would answer (from the answer alone, never the real question).
+
+    A small judge sometimes repeats a question; a repeat would weigh its similarity twice, so repeats
+    and blanks go.
+    """
+
+    n_questions: int
+
+    def text(self, lang: str) -> str:
+        n_questions = self.n_questions
+        if lang == "zh":
+            return (
+                f"请写出 {n_questions} 个不同的问题，使上面这段回答正好能回答它们。每个问题都必须是以“？”结尾的"
+                "疑问句，问的是回答里给出的信息，不要照抄回答。用中文提问。"
+            )
+        return (
+            f"Write {n_questions} different questions that the answer above answers directly. Each must be a "
+            "real question ending with a question mark that asks for the information the answer gives; do not "
+            "copy the answer. Ask them in English."
+        )
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return string_list_schema("questions", self.n_questions, self.n_questions)
+
+    @property
+    def max_tokens(self) -> int:
+        return 60 * self.n_questions + 32
+
+    def parse(self, result: JudgeResult) -> list[str]:
+        return list(dict.fromkeys(q.strip() for q in result.value["questions"] if q.strip()))
+
+
+@dataclass(frozen=True)
+class ClassifyAnswer(Task[Verdict]):
+    """Is the answer above evasive (noncommittal) or informative? A call of its own: asked in the same
+    call as the questions, the 1.5B judge flagged plain informative answers as noncommittal."""
+
+    def text(self, lang: str) -> str:
+        if lang == "zh":
+            return (
+                "判断上面这段回答的类型 answer_kind：如果回答说“不知道”、拒绝回答，或者没有给出任何具体信息，"
+                "就是 \"evasive\"；如果回答给出了具体信息（不论对错），就是 \"informative\"。"
+            )
+        return (
+            "Classify the answer above. \"informative\": it states at least one concrete fact, step or number "
+            "(right or wrong). \"evasive\": it only says it does not know, refuses, or stays vague."
+        )
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"answer_kind": {"type": "string", "enum": ["informative", "evasive"]}},
+            "required": ["answer_kind"],
+            "additionalProperties": False,
+        }
+
+    @property
+    def max_tokens(self) -> int:
+        return 16
+
+    def parse(self, result: JudgeResult) -> Verdict:
+        """Is the answer evasive? (yes: evasive), with the judge's P(evasive)."""
+        return Verdict(result.value["answer_kind"] == "evasive", option_probability(result, "answer_kind", "evasive"))
+
+
+@dataclass(frozen=True)
+class AnswerRelevancyParams:
+    n_questions: int = param(3, minimum=1, help="Questions generated for answer relevancy.")
+
+
+@register
+class AnswerRelevancy(Metric):
     name = "answer_relevancy"
-    scores = ("answer_relevancy",)
+    scores = (ScoreSpec("answer_relevancy", 0.75, "off-topic answers: the answer does not address the question",
+                        "mean cosine between the question and questions generated from the answer; 0 if evasive"),)
+    Params = AnswerRelevancyParams
+    needs_embedder = True
 
     def collect(self, ctx: SampleContext) -> Evidence:
-        reason = check_sample(ctx.sample, need_answer=True)
-        if reason:
-            return Evidence({"reason": reason})  # an empty answer addresses nothing: 0, as an evasive one
-        n = ctx.config.n_questions
-        shared = prompts.answer_block(ctx.sample.answer, ctx.lang)
+        if not ctx.sample.answer.strip():
+            return Evidence({"reason": "empty answer"})  # it addresses nothing: 0, as an evasive answer
+        shared = answer_block(ctx.sample.answer, ctx.lang)
 
         def step() -> Evidence:
-            generated = ctx.ask(JudgeRequest(prompts.SYSTEM[ctx.lang], shared, prompts.generate_questions(n, ctx.lang),
-                                             prompts.questions_schema(n), 60 * n + 32, self.name))
-            kind = ctx.ask(JudgeRequest(prompts.SYSTEM[ctx.lang], shared, prompts.classify_answer(ctx.lang),
-                                        prompts.ANSWER_KIND_SCHEMA, 16, self.name))
-            # A small judge sometimes repeats a question; a repeat would weigh its similarity twice.
-            questions = list(dict.fromkeys(q.strip() for q in generated["questions"] if q.strip()))
+            questions = ctx.ask(GenerateQuestions(self.params.n_questions), shared)
+            evasive = ctx.ask(ClassifyAnswer(), shared)
             if not questions:
                 return Evidence(not_computable="the judge generated no question")
-            return Evidence({"questions": questions, "noncommittal": kind["answer_kind"] == "evasive",
-                             "lang": ctx.lang})
+            return Evidence({"questions": questions, "evasive": evasive, "lang": ctx.lang})
 
         return judged(step)
 
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn) -> list[Outcome]:
         ok = [i for i, e in enumerate(evidence) if not e.not_computable and "reason" not in e.data]
         outcomes = [Outcome({self.name: 0.0}, None, {"reason": e.data["reason"]}) if "reason" in e.data
-                    else Outcome({self.name: None}, e.not_computable, {}) for e in evidence]
+                    else self.not_computable(e.not_computable or "") for e in evidence]
         if not ok:
             return outcomes
         # One embedding pass for the whole batch: every question and every generated question.
@@ -65,14 +155,26 @@ class AnswerRelevancy:
         _, mask = scoring.pad([[1.0] * len(g) for g in generated])
         gen[mask] = vectors[len(questions):]
         means, sims = scoring.mean_cosine(query, gen, mask)
-        noncommittal = np.array([evidence[i].data["noncommittal"] for i in ok])
+        verdicts = [evidence[i].data["evasive"] for i in ok]
+        evasive = self.verdict_values([[v] for v in verdicts])[0][:, 0]
         # A negative mean cosine says "unrelated", as 0 does: scores stay in [0, 1].
-        values = np.where(noncommittal, 0.0, np.clip(means, 0.0, 1.0))
+        values = np.clip(means, 0.0, 1.0) * (1.0 - evasive)
         for row, i in enumerate(ok):
+            verdict = verdicts[row]
             details = {
-                "noncommittal": bool(noncommittal[row]),
+                "noncommittal": verdict.yes,
                 "generated_questions": [{"text": q, "similarity": round(float(s), 6)}
                                         for q, s in zip(generated[row], sims[row])],
             }
-            outcomes[i] = Outcome({self.name: float(values[row])}, None, details)
+            findings = [Finding("answer", "the answer is evasive or noncommittal" if verdict.yes else
+                                "the answer gives information", "evasive" if verdict.yes else "informative",
+                                not verdict.yes, verdict.p_yes)]
+            findings += [Finding("generated question", q["text"], f"similarity {q['similarity']:.3f}", None)
+                         for q in details["generated_questions"]]
+            summary = f"mean similarity of {len(generated[row])} questions generated from the answer"
+            if self.soft:
+                summary += ", × (1 − P(evasive))"
+            elif verdict.yes:
+                summary = "evasive answer: scored 0"
+            outcomes[i] = Outcome({self.name: float(values[row])}, None, reported_details(findings, summary, **details))
         return outcomes

@@ -1,60 +1,110 @@
-"""What a metric is, and the judge steps that several metrics share.
+"""What a metric is, and the registry of metrics.
 
-A metric works in two phases so that the run can be fast and the math stays pure:
+A metric is one module holding one ``Metric`` subclass decorated with ``@register``. The class declares
+everything the rest of offline-eval needs to know about it, so that the configuration, the gate, the
+reports and ``compare`` never name a metric:
+
+- ``scores``: the scores it reports (``ScoreSpec``: name, default threshold, what a failure means);
+- ``requires``: the sample fields without which it is not computable (answer / contexts / reference);
+- ``Params``: a small dataclass of its parameters (settings, CLI flags and ``run.params`` come from it);
+- ``needs_embedder``: whether it embeds text.
+
+It works in two phases so that the run can be fast and the math stays pure:
 
 1. ``collect`` — per sample, the judge calls, returning ``Evidence`` (or a reason it is not
    computable). Calls that need the retrieved context come last, so the context-heavy calls of one
    sample (faithfulness, recall, precision) run back to back and share the evaluated context.
-2. ``score`` — over the whole batch at once: NumPy on padded verdict matrices (``scoring``).
+2. ``score`` — over the whole batch at once: NumPy on padded verdict matrices (``scoring``). Each
+   ``Outcome`` carries the scores and the evidence for the report: metric-specific details plus the
+   generic ``findings`` (label, text, verdict, probability) and a one-line ``summary`` that every
+   report format shows.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, TypeVar
 
-from offline_eval import prompts
-from offline_eval.claims import claim_budget, grounded
-from offline_eval.config import EvalConfig
-from offline_eval.judge import Judge, JudgeError, JudgeRequest
+import numpy as np
+
+from offline_eval import scoring
+from offline_eval.judge import Judge, JudgeError, Usage
+from offline_eval.prompts import Task, Verdict
 from offline_eval.sample import Sample
 
+T = TypeVar("T")
 
-@dataclass
-class Usage:
-    """Judge cost of one metric over a run. ``seconds``/``cache_hits``/``evaluated`` vary run to run."""
+# embed(texts, languages) -> unit vectors; the runner routes each text to its language's embedder.
+EmbedFn = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+VERDICT_SCORING = ("hard", "probability")
+PROBABILITY_DIGITS = 6
 
-    judge_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    evaluated_tokens: int = 0
-    cache_hits: int = 0
-    seconds: float = 0.0
+
+@dataclass(frozen=True)
+class ScoreSpec:
+    """One score a metric reports."""
+
+    name: str
+    threshold: float | None  # the default gate threshold; None: reported, not gated unless asked
+    failure: str  # what a score below its threshold means for the RAG system, in the words users act on
+    description: str = ""  # how the score is computed, in one line
+
+
+@dataclass(frozen=True)
+class NoParams:
+    """A metric without parameters."""
+
+
+def param(default: int, *, minimum: int, help: str) -> Any:
+    """A metric parameter: an integer setting (``--flag``, TOML key, ``evaluate()`` keyword) with its floor."""
+    return field(default=default, metadata={"minimum": minimum, "help": help})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One item the judge decided on, as every report shows it.
+
+    ``ok`` says whether the item counts for the score (True), against it (False), or is graded
+    rather than decided (None: a similarity). A decided item is a yes/no verdict of the judge and
+    carries ``probability``, the judge's P(yes) for its question (None where the backend reports none).
+    """
+
+    label: str  # what the item is: "claim", "chunk at rank 2", "generated question"
+    text: str
+    verdict: str  # "supported", "irrelevant", "similarity 0.410"
+    ok: bool | None
+    probability: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"label": self.label, "text": self.text, "verdict": self.verdict, "ok": self.ok}
+        if self.ok is not None:
+            out["probability"] = None if self.probability is None else round(self.probability, PROBABILITY_DIGITS)
+        return out
 
 
 @dataclass
 class SampleContext:
-    """What a metric needs to judge one sample."""
+    """What a metric needs to judge one sample, and the judge cost of that sample (its own, per metric)."""
 
     sample: Sample
     lang: str
     judge: Judge
-    config: EvalConfig
+    metric: str = ""
     usage: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
 
-    def ask(self, request: JudgeRequest) -> Any:
-        """One judge call, accounted to ``request.metric``. Raises JudgeError; metrics record it."""
-        result = self.judge.judge(request)
-        u = self.usage[request.metric]
-        u.judge_calls += 1
-        u.prompt_tokens += result.prompt_tokens
-        u.completion_tokens += result.completion_tokens
-        u.evaluated_tokens += result.evaluated_tokens
-        u.cache_hits += int(result.cached)
-        u.seconds += 0.0 if result.cached else result.seconds
-        return result.value
+    def request(self, task: Task[Any], shared: str = ""):
+        """The judge call asking ``task`` after ``shared`` text for this sample and metric."""
+        return task.request(self.lang, shared, self.metric)
+
+    def ask(self, task: Task[T], shared: str = "") -> T:
+        """One judge call, accounted to this metric, parsed by its task. Raises JudgeError; metrics record it."""
+        result = self.judge.judge(self.request(task, shared))
+        self.usage[self.metric].record(result)
+        return task.parse(result)
 
 
 @dataclass
@@ -74,129 +124,17 @@ class Outcome:
     details: dict[str, Any]
 
 
-class Metric(Protocol):
-    name: str
-    scores: tuple[str, ...]  # the score names this metric reports
-
-    def collect(self, ctx: SampleContext) -> Evidence: ...
-
-    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: Any) -> list[Outcome]: ...
+def reported_details(findings: Sequence[Finding], summary: str, **details: Any) -> dict[str, Any]:
+    """A sample's details for the report: the metric's own keys plus the generic findings and summary."""
+    return {**details, "findings": [f.to_dict() for f in findings], "summary": summary}
 
 
-def not_computable(name: str, reason: str) -> Outcome:
-    return Outcome({name: None}, reason, {})
-
-
-# ------------------------------------------------------------------ shared judge steps
-
-
-def extract_claims(ctx: SampleContext, text: str, *, source: str, max_claims: int,
-                   metric: str) -> tuple[list[str], list[str]]:
-    """Split an answer or a reference into claims (no context needed).
-
-    Returns (claims, dropped): ``dropped`` are extracted claims not grounded in the text (see
-    ``offline_eval.claims``); they are reported but never scored.
-    """
-    max_claims = claim_budget(text, max_claims)
-    request = JudgeRequest(
-        system=prompts.SYSTEM[ctx.lang],
-        shared="",
-        task=prompts.extract_claims(text, ctx.sample.question, max_claims, ctx.lang, source=source),
-        schema=prompts.claims_schema(max_claims),
-        max_tokens=64 * max_claims + 32,
-        metric=metric,
-    )
-    # Exact repeats and blank strings go; the count of claims *sent* on is what scores divide by.
-    unique = list(dict.fromkeys(c.strip() for c in ctx.ask(request)["claims"] if c.strip()))
-    kept = [c for c in unique if grounded(c, text, question=ctx.sample.question)]
-    return kept, [c for c in unique if c not in kept]
-
-
-@dataclass
-class Window:
-    """Part of a sample's context that fits the judge beside one task: (rank, text) pairs."""
-
-    chunks: list[tuple[int, str]]
-    truncated: list[int]  # ranks of chunks cut to fit on their own
-
-    def block(self, lang: str) -> str:
-        return prompts.context_block(self.chunks, lang)
-
-
-def longest_fitting_prefix(text: str, fits: Callable[[str], bool]) -> str:
-    """The longest prefix of ``text`` that ``fits`` (binary search on the cut point); "" if none does.
-
-    Token counts grow with the prefix (a merge at the cut can move them by a token, which the search
-    absorbs: the prefix returned was itself checked), so the tokenizer, not a character ratio, decides.
-    """
-    low, high = 0, len(text)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if fits(text[:mid]):
-            low = mid
-        else:
-            high = mid - 1
-    return text[:low]
-
-
-def context_windows(ctx: SampleContext, probe: JudgeRequest) -> list[Window]:
-    """Pack the ranked chunks into as few windows as fit beside ``probe``'s task (usually one).
-
-    A context longer than the judge's window is not an error: the caller judges each window and
-    combines (a claim is supported if any window supports it; each chunk is judged in its window).
-    Whether a window fits is decided by counting the tokens of its packed block, exactly as it will
-    be sent; a chunk too large for a window on its own is cut to the longest prefix that fits.
-    """
-    room = ctx.judge.room_for_shared(probe)
-
-    def fits(chunks: list[tuple[int, str]]) -> bool:
-        return ctx.judge.count_tokens(prompts.context_block(chunks, ctx.lang)) <= room
-
-    chunks = list(enumerate(ctx.sample.contexts, 1))
-    if fits(chunks):
-        return [Window(chunks, [])]
-    cut: set[int] = set()
-    for i, (rank, text) in enumerate(chunks):
-        if not fits([(rank, text)]):
-            kept = longest_fitting_prefix(text, lambda t, r=rank: fits([(r, t)]))
-            if not kept:
-                raise JudgeError(f"the judge's window ({ctx.judge.n_ctx} tokens) leaves no room for any context")
-            chunks[i] = (rank, kept)
-            cut.add(rank)
-    windows: list[Window] = []
-    current: list[tuple[int, str]] = []
-    for chunk in chunks:
-        if current and not fits(current + [chunk]):
-            windows.append(Window(current, [r for r, _ in current if r in cut]))
-            current = []
-        current.append(chunk)
-    windows.append(Window(current, [r for r, _ in current if r in cut]))
-    return windows
-
-
-def verify_claims(ctx: SampleContext, claims: Sequence[str], *, metric: str) -> tuple[list[bool], list[int]]:
-    """Is each claim supported by the sample's context? One call per context window, OR-combined.
-
-    Returns the verdicts (by claim position) and the ranks of chunks that had to be truncated.
-    """
-    def request(shared: str) -> JudgeRequest:
-        return JudgeRequest(
-            system=prompts.SYSTEM[ctx.lang],
-            shared=shared,
-            task=prompts.verify_claims(claims, ctx.lang),
-            schema=prompts.verdicts_schema(keys),
-            max_tokens=prompts.verdict_budget(len(claims)),
-            metric=metric,
-        )
-
-    keys = prompts.claim_keys(len(claims))
-    supported = [False] * len(claims)
-    truncated: list[int] = []
-    for window in context_windows(ctx, request("")):
-        verdicts = prompts.read_verdicts(ctx.ask(request(window.block(ctx.lang))), keys)
-        supported = [s or v for s, v in zip(supported, verdicts, strict=True)]
-        truncated += window.truncated
-    return supported, truncated
+NO_CONTEXTS = "no contexts retrieved"
+_MISSING = {
+    "answer": lambda s: "empty answer" if not s.answer.strip() else None,
+    "contexts": lambda s: "no contexts" if not s.contexts else None,
+    "reference": lambda s: "no reference answer" if not (s.reference_answer or "").strip() else None,
+}
 
 
 def judged(step: Callable[[], Evidence]) -> Evidence:
@@ -207,86 +145,101 @@ def judged(step: Callable[[], Evidence]) -> Evidence:
         return Evidence(not_computable=f"judge failure: {exc}")
 
 
-NO_CONTEXTS = "no contexts retrieved"
+class Metric(ABC):
+    """A metric: declare the class attributes, implement ``collect`` and ``score``, decorate with ``@register``."""
 
+    name: ClassVar[str]
+    scores: ClassVar[tuple[ScoreSpec, ...]]
+    requires: ClassVar[tuple[str, ...]] = ()  # of "answer", "contexts", "reference"
+    Params: ClassVar[type] = NoParams
+    needs_embedder: ClassVar[bool] = False
 
-def check_sample(sample: Sample, *, need_answer: bool = False, need_contexts: bool = False,
-                 need_reference: bool = False) -> str | None:
-    """The reason a sample cannot be scored by a metric, before any judge call; None if it can."""
-    if need_answer and not sample.answer.strip():
-        return "empty answer"
-    if need_contexts and not sample.contexts:
-        return "no contexts"
-    if need_reference and not (sample.reference_answer or "").strip():
-        return "no reference answer"
-    return None
+    def __init__(self, params: Any = None, *, verdict_scoring: str = "hard"):
+        self.params = self.Params() if params is None else params
+        # "probability": yes/no verdicts count as the judge's P(yes) instead of 1 or 0 where it gave one.
+        self.soft = verdict_scoring == "probability"
 
+    @classmethod
+    def score_names(cls) -> tuple[str, ...]:
+        return tuple(s.name for s in cls.scores)
 
-class ClaimCoverage:
-    """A metric of the form: split a text into claims, check each against the context, score the share.
+    def verdict_values(self, rows: Sequence[Sequence[Verdict]]) -> tuple[np.ndarray, np.ndarray]:
+        """Per sample, what each yes/no verdict counts as (1 or 0, or the judge's P(yes) under probability
+        scoring where it gave one), padded, and the mask of real cells."""
+        hard, mask = scoring.pad([[v.yes for v in row] for row in rows], dtype=bool)
+        probability, known = scoring.pad_optional([[v.p_yes for v in row] for row in rows])
+        return scoring.verdict_values(hard, probability, known, soft=self.soft), mask
 
-    Faithfulness checks the answer's claims ("supported"); context recall the reference's ("covered").
-    Subclasses say which text, which cap, and what the two verdicts are called. With no context
-    retrieved the claims are still extracted and none is found: the score is 0 ÷ claims, by the formula,
-    with the reason in the details (no judge call is needed to find nothing in nothing).
-    """
+    def missing_input(self, sample: Sample) -> str | None:
+        """Why a sample cannot be scored by this metric before any judge call; None if it can."""
+        return next((reason for need in self.requires if (reason := _MISSING[need](sample))), None)
 
-    name: str
-    source: str  # "answer" | "reference"
-    labels: tuple[str, str]  # (verdict when found in the context, verdict when not)
+    def not_computable(self, reason: str, details: dict[str, Any] | None = None) -> Outcome:
+        return Outcome({name: None for name in self.score_names()}, reason, details or {})
 
-    @property
-    def scores(self) -> tuple[str, ...]:
-        return (self.name,)
-
-    def text(self, sample: Sample) -> str:
-        raise NotImplementedError
-
-    def max_claims(self, config: EvalConfig) -> int:
-        raise NotImplementedError
-
-    def precheck(self, sample: Sample) -> str | None:
-        raise NotImplementedError
-
+    @abstractmethod
     def collect(self, ctx: SampleContext) -> Evidence:
-        reason = self.precheck(ctx.sample)
-        if reason:
-            return Evidence(not_computable=reason)
+        """Judge one sample."""
 
-        def step() -> Evidence:
-            claims, dropped = extract_claims(ctx, self.text(ctx.sample), source=self.source,
-                                             max_claims=self.max_claims(ctx.config), metric=self.name)
-            if not claims:
-                what = "answer" if self.source == "answer" else "reference answer"
-                return Evidence({"dropped_claims": dropped}, not_computable=f"no claims extracted from the {what}")
-            if not ctx.sample.contexts:
-                return Evidence({"claims": claims, "found": [False] * len(claims), "truncated_chunks": [],
-                                 "dropped_claims": dropped, "reason": NO_CONTEXTS})
-            found, truncated = verify_claims(ctx, claims, metric=self.name)
-            return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
-                             "dropped_claims": dropped})
+    @abstractmethod
+    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn) -> list[Outcome]:
+        """Score the whole batch from its evidence."""
 
-        return judged(step)
 
-    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: Any = None) -> list[Outcome]:
-        from offline_eval import scoring
+# ------------------------------------------------------------------ the registry
 
-        verdicts, mask = scoring.pad([e.data.get("found", []) for e in evidence], dtype=bool)
-        values, computable = scoring.fraction_true(verdicts, mask)
-        yes, no = self.labels
-        outcomes = []
-        for ev, value, ok in zip(evidence, values, computable):
-            # Dropped claims (extracted, not found in the text) are reported even when none was kept.
-            details: dict[str, Any] = {"dropped_claims": ev.data["dropped_claims"]} if ev.data.get("dropped_claims") \
-                else {}
-            if ev.not_computable or not ok:
-                outcomes.append(Outcome({self.name: None}, ev.not_computable or "no claims", details))
-                continue
-            claims = [{"text": c, "verdict": yes if f else no} for c, f in zip(ev.data["claims"], ev.data["found"])]
-            details.update({"claims": claims, f"n_{yes}": int(sum(ev.data["found"])), "n_claims": len(claims)})
-            if ev.data["truncated_chunks"]:
-                details["truncated_chunks"] = ev.data["truncated_chunks"]
-            if ev.data.get("reason"):
-                details["reason"] = ev.data["reason"]
-            outcomes.append(Outcome({self.name: float(value)}, None, details))
-        return outcomes
+REGISTRY: dict[str, type[Metric]] = {}
+
+M = TypeVar("M", bound=type[Metric])
+
+
+def register(cls: M) -> M:
+    """Class decorator: make a metric known to the run, the settings, the gate and every report."""
+    taken_scores = {s for other in REGISTRY.values() if other is not cls for s in other.score_names()}
+    taken_params = {p for other in REGISTRY.values() if other is not cls for p in param_names(other)}
+    clash = (set(cls.score_names()) & taken_scores) | (set(param_names(cls)) & taken_params)
+    if clash or (cls.name in REGISTRY and REGISTRY[cls.name] is not cls):
+        raise ValueError(f"metric {cls.name!r}: {', '.join(sorted(clash)) or cls.name} already registered")
+    unknown = set(cls.requires) - set(_MISSING)
+    if unknown:
+        raise ValueError(f"metric {cls.name!r}: unknown inputs {', '.join(sorted(unknown))}; choose from "
+                         f"{', '.join(_MISSING)}")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def unregister(name: str) -> None:
+    """Forget a metric (a test's own toy metric, once the test is done)."""
+    REGISTRY.pop(name, None)
+
+
+def metric_names() -> tuple[str, ...]:
+    """Registered metrics, in registration order (the order of every report)."""
+    return tuple(REGISTRY)
+
+
+def score_specs() -> tuple[ScoreSpec, ...]:
+    """Every registered score, in report order."""
+    return tuple(spec for cls in REGISTRY.values() for spec in cls.scores)
+
+
+def score_spec(score: str) -> ScoreSpec | None:
+    return next((spec for spec in score_specs() if spec.name == score), None)
+
+
+def score_owner(score: str) -> str:
+    """The metric that reports ``score`` (its details and not-computable reasons are under that name)."""
+    return next((cls.name for cls in REGISTRY.values() if score in cls.score_names()), score)
+
+
+def default_thresholds() -> dict[str, float]:
+    return {spec.name: spec.threshold for spec in score_specs() if spec.threshold is not None}
+
+
+def param_names(cls: type[Metric]) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls.Params))
+
+
+def param_fields() -> dict[str, dataclasses.Field]:
+    """Every registered metric's parameters by name (names are unique across metrics)."""
+    return {f.name: f for cls in REGISTRY.values() for f in dataclasses.fields(cls.Params)}

@@ -3,7 +3,8 @@
 Judge: one call per chunk, in rank order, each given the question and the reference answer (or the
 answer when there is no reference) as a shared prefix, then the chunk, whole. Two scores:
 ``context_precision`` = rank-aware average precision (the RAGAS meaning) and
-``context_relevant_ratio`` = relevant ÷ total chunks (the noise ratio).
+``context_relevant_ratio`` = relevant ÷ total chunks (the noise ratio). Under probability scoring
+each chunk counts as its P(useful), a soft relevance.
 
 One chunk per call, not all chunks in one: on the hand-labelled set the 1.5B judge, shown three
 chunks at once, answered yes/no/yes whatever their content; judged one at a time it ranks them right.
@@ -13,44 +14,92 @@ The calls share their prefix, so each costs only its chunk's tokens.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from offline_eval import prompts, scoring
-from offline_eval.judge import JudgeError, JudgeRequest
-from offline_eval.metrics.base import Evidence, Outcome, SampleContext, check_sample, judged, longest_fitting_prefix
+from offline_eval import scoring
+from offline_eval.judge import JudgeError
+from offline_eval.metrics.base import (
+    EmbedFn,
+    Evidence,
+    Finding,
+    Metric,
+    Outcome,
+    SampleContext,
+    ScoreSpec,
+    judged,
+    register,
+    reported_details,
+)
+from offline_eval.metrics.windows import longest_fitting_prefix
+from offline_eval.prompts import Verdict, YesNoTask, defuse
 from offline_eval.sample import Sample
 
 _PREVIEW = 160
-_USEFUL = ["useful"]
 
 
-class ContextPrecision:
+def chunk_question(question: str, basis: str, lang: str, *, basis_is_reference: bool) -> str:
+    """The shared part of a sample's chunk-relevance calls: the question and what a good answer says."""
+    tag = "reference" if basis_is_reference else "answer"
+    head = "问题和答案：" if lang == "zh" else "Question and answer:"
+    return f"{head}\n<question>\n{defuse(question)}\n</question>\n<{tag}>\n{defuse(basis)}\n</{tag}>\n\n"
+
+
+@dataclass(frozen=True)
+class JudgeChunk(YesNoTask):
+    """One retrieved chunk: is it useful for answering the question above? (One chunk per call: a small
+    judge asked about several chunks at once answered in a yes/no rhythm regardless of content.)"""
+
+    chunk: str
+
+    @property
+    def keys(self) -> list[str]:
+        return ["useful"]
+
+    def text(self, lang: str) -> str:
+        chunk = self.chunk
+        if lang == "zh":
+            return (
+                f"检索到的资料片段：\n<chunk>\n{defuse(chunk)}\n</chunk>\n\n"
+                "这个片段是否包含回答上面问题所需的信息（即答案里给出的信息）？包含答 \"yes\"；"
+                "讲的是别的事情答 \"no\"。"
+            )
+        return (
+            f"Retrieved chunk:\n<chunk>\n{defuse(chunk)}\n</chunk>\n\n"
+            "Does this chunk contain information needed to answer the question above (information the answer "
+            "gives)? \"yes\" if it does; \"no\" if the chunk is about something else."
+        )
+
+
+@register
+class ContextPrecision(Metric):
     name = "context_precision"
-    scores = ("context_precision", "context_relevant_ratio")
+    scores = (
+        ScoreSpec("context_precision", 0.65, "too much retrieval noise: relevant chunks are missing or ranked low",
+                  "average precision over the ranks of the relevant chunks"),
+        ScoreSpec("context_relevant_ratio", None, "too much retrieval noise: many retrieved chunks are irrelevant",
+                  "relevant chunks ÷ all chunks"),
+    )
+    requires = ("contexts",)
 
     def collect(self, ctx: SampleContext) -> Evidence:
         sample = ctx.sample
-        reason = check_sample(sample, need_contexts=True)
+        reason = self.missing_input(sample)
         reference = (sample.reference_answer or "").strip()
         if not reason and not reference and not sample.answer.strip():
             reason = "no reference answer and an empty answer: nothing shows what is useful"
         if reason:
             return Evidence(not_computable=reason)
-        shared = prompts.chunk_question(sample.question, sample.reference_answer if reference else sample.answer,
-                                        ctx.lang, basis_is_reference=bool(reference))
-
-        def request(chunk: str) -> JudgeRequest:
-            return JudgeRequest(system=prompts.SYSTEM[ctx.lang], shared=shared, task=prompts.judge_chunk(chunk, ctx.lang),
-                                schema=prompts.verdicts_schema(_USEFUL), max_tokens=prompts.verdict_budget(1),
-                                metric=self.name)
+        shared = chunk_question(sample.question, sample.reference_answer if reference else sample.answer,
+                                ctx.lang, basis_is_reference=bool(reference))
 
         def step() -> Evidence:
-            relevant: list[bool] = []
+            relevant: list[Verdict] = []
             truncated: list[int] = []
             shared_tokens = ctx.judge.count_tokens(shared)  # the same for every chunk of the sample
 
             def fits(chunk: str) -> bool:
-                return ctx.judge.room_for_shared(request(chunk)) >= shared_tokens
+                return ctx.judge.room_for_shared(ctx.request(JudgeChunk(chunk), shared)) >= shared_tokens
 
             for rank, chunk in enumerate(sample.contexts, 1):
                 if not fits(chunk):
@@ -59,26 +108,33 @@ class ContextPrecision:
                     if not chunk:
                         raise JudgeError(f"the judge's window ({ctx.judge.n_ctx} tokens) leaves no room for a chunk")
                     truncated.append(rank)
-                relevant += prompts.read_verdicts(ctx.ask(request(chunk)), _USEFUL)
+                relevant += ctx.ask(JudgeChunk(chunk), shared)
             return Evidence({"relevant": relevant, "truncated_chunks": truncated,
                              "basis": "reference" if reference else "answer"})
 
         return judged(step)
 
-    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: Any = None) -> list[Outcome]:
-        relevant, mask = scoring.pad([e.data.get("relevant", []) for e in evidence], dtype=bool)
-        ap, computable = scoring.average_precision(relevant, mask)
-        ratio, _ = scoring.fraction_true(relevant, mask)
+    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None
+              ) -> list[Outcome]:
+        relevance, mask = self.verdict_values([e.data.get("relevant", []) for e in evidence])
+        ap, computable = scoring.average_precision(relevance, mask)
+        ratio, _ = scoring.fraction_true(relevance, mask)
         outcomes = []
         for sample, ev, a, r, ok in zip(samples, evidence, ap, ratio, computable):
             if ev.not_computable or not ok:
-                outcomes.append(Outcome({n: None for n in self.scores}, ev.not_computable or "no contexts", {}))
+                outcomes.append(self.not_computable(ev.not_computable or "no contexts"))
                 continue
-            chunks = [{"rank": k, "relevant": bool(v), "preview": text[:_PREVIEW]}
+            chunks = [{"rank": k, "relevant": v.yes, "preview": text[:_PREVIEW]}
                       for k, (v, text) in enumerate(zip(ev.data["relevant"], sample.contexts), 1)]
             details: dict[str, Any] = {"chunks": chunks, "average_precision": float(a), "relevant_ratio": float(r),
                                        "judged_against": ev.data["basis"]}
             if ev.data["truncated_chunks"]:
                 details["truncated_chunks"] = ev.data["truncated_chunks"]
-            outcomes.append(Outcome({"context_precision": float(a), "context_relevant_ratio": float(r)}, None, details))
+            findings = [Finding(f"chunk at rank {c['rank']}", c["preview"], "relevant" if c["relevant"] else "irrelevant",
+                                c["relevant"], v.p_yes) for c, v in zip(chunks, ev.data["relevant"])]
+            n_relevant = sum(c["relevant"] for c in chunks)
+            summary = (f"{n_relevant} of {len(chunks)} chunks relevant to the {ev.data['basis']}; "
+                       f"relevant ratio {float(r):.3f}")
+            outcomes.append(Outcome({"context_precision": float(a), "context_relevant_ratio": float(r)}, None,
+                                    reported_details(findings, summary, **details)))
         return outcomes

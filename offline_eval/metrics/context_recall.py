@@ -7,21 +7,31 @@ No context retrieved: nothing is covered, score 0 (details say "no contexts retr
 
 from __future__ import annotations
 
-from offline_eval.config import EvalConfig
-from offline_eval.metrics.base import ClaimCoverage, check_sample
+from dataclasses import dataclass
+
+from offline_eval.metrics.base import ScoreSpec, param, register
+from offline_eval.metrics.claim_coverage import ClaimCoverage
 from offline_eval.sample import Sample
 
 
+@dataclass(frozen=True)
+class ContextRecallParams:
+    max_reference_claims: int = param(8, minimum=1, help="Most claims taken from a reference answer.")
+
+
+@register
 class ContextRecall(ClaimCoverage):
     name = "context_recall"
+    scores = (ScoreSpec("context_recall", 0.70, "retrieval misses information the reference answer needs",
+                        "covered reference claims ÷ reference claims"),)
+    requires = ("reference",)
+    Params = ContextRecallParams
     source = "reference"
     labels = ("covered", "not_covered")
+    claim_label = "reference claim"
 
     def text(self, sample: Sample) -> str:
         return sample.reference_answer or ""
 
-    def max_claims(self, config: EvalConfig) -> int:
-        return config.max_reference_claims
-
-    def precheck(self, sample: Sample) -> str | None:
-        return check_sample(sample, need_reference=True)
+    def max_claims(self) -> int:
+        return self.params.max_reference_claims

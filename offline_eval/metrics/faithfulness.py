@@ -8,21 +8,31 @@ No context retrieved: every claim is unsupported, score 0 (details say "no conte
 
 from __future__ import annotations
 
-from offline_eval.config import EvalConfig
-from offline_eval.metrics.base import ClaimCoverage, check_sample
+from dataclasses import dataclass
+
+from offline_eval.metrics.base import ScoreSpec, param, register
+from offline_eval.metrics.claim_coverage import ClaimCoverage
 from offline_eval.sample import Sample
 
 
+@dataclass(frozen=True)
+class FaithfulnessParams:
+    max_claims: int = param(10, minimum=1, help="Most claims taken from an answer.")
+
+
+@register
 class Faithfulness(ClaimCoverage):
     name = "faithfulness"
+    scores = (ScoreSpec("faithfulness", 0.80, "hallucination risk: the answer states things the context does not "
+                        "support", "supported claims ÷ claims"),)
+    requires = ("answer",)
+    Params = FaithfulnessParams
     source = "answer"
     labels = ("supported", "unsupported")
+    claim_label = "claim"
 
     def text(self, sample: Sample) -> str:
         return sample.answer
 
-    def max_claims(self, config: EvalConfig) -> int:
-        return config.max_claims
-
-    def precheck(self, sample: Sample) -> str | None:
-        return check_sample(sample, need_answer=True)
+    def max_claims(self) -> int:
+        return self.params.max_claims

@@ -14,35 +14,32 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from offline_eval.report.writers import (
-    NONE,
+from offline_eval.metrics import score_owner
+from offline_eval.report.formats import register
+from offline_eval.report.text import NONE, clip, fmt_ci, fmt_count, fmt_num, is_number, text_of
+from offline_eval.report.view import (
     aggregate_for,
     below_threshold,
     categories_of,
     check_label,
-    chunks_of,
-    claims_of,
-    clip,
     detail_for,
     failed_and_skipped_checks,
     failed_by_value,
     failed_explanation,
     find_check,
-    fmt_ci,
-    fmt_count,
-    fmt_num,
+    findings_of,
     gate_of,
     gate_value_label,
     header_facts,
-    is_number,
+    judge_determinism,
     metric_names,
     not_computable_reason,
-    questions_of,
     run_of,
     run_part,
     samples_of,
+    score_description,
     score_of,
-    text_of,
+    summary_of,
     threshold_for,
 )
 
@@ -110,7 +107,8 @@ margin:2px 0 8px}
 .v{display:inline-block;font-size:11px;font-weight:600;padding:0 6px;border-radius:9px;margin-right:6px;
 white-space:nowrap}
 .v.good{background:var(--okbg);color:var(--ok)}.v.bad{background:var(--badbg);color:var(--bad)}
-.v.na{background:var(--warnbg);color:var(--warn)}
+.v.na{background:var(--warnbg);color:var(--warn)}.v.plain{background:var(--soft);color:var(--muted)}.ev .lbl{color:var(--muted);margin-right:6px}
+.ev .p{color:var(--muted);font-size:12px;white-space:nowrap}
 .nc{color:var(--warn)}p.nc{margin:2px 0 8px}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 footer dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}footer dt{font-weight:600}
@@ -391,63 +389,36 @@ def _score_badge(report: Mapping[str, Any], sample: Mapping[str, Any], metric: s
     return f'<span class="sc {cls}">{fmt_num(score)}</span>'
 
 
-def _verdict(good: bool, label: str) -> str:
-    return f'<span class="v {"good" if good else "bad"}">{_h(label)}</span>'
+def _finding(finding: Mapping[str, Any]) -> str:
+    """One decided item: its verdict as a badge (good, bad, or graded), what it is, its text, P(yes)."""
+    ok = finding.get("ok")
+    cls = "good" if ok is True else "bad" if ok is False else "plain"
+    probability = finding.get("probability")
+    p = f' <span class="p" title="the judge\'s probability of yes">P(yes) {fmt_num(probability)}</span>' \
+        if is_number(probability) else ""
+    return (f'<li><span class="v {cls}">{_h(finding.get("verdict"))}</span><span class="lbl">{_h(finding.get("label"))}'
+            f"</span> {_h(finding.get('text'))}{p}</li>")
 
 
 def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric: str, shown: list[str]) -> str:
-    """The evidence behind one metric's score for one sample (``shown``: the metrics shown with it)."""
-    score = score_of(sample, metric)
-    head = f"<h4>{_h(metric)}: {fmt_num(score)}"
+    """The evidence behind one score for one sample (``shown``: the scores shown with it)."""
+    head = f"<h4>{_h(metric)}: {fmt_num(score_of(sample, metric))}"
     reason = not_computable_reason(sample, metric)
     if reason is not None:
         return f'{head} <span class="v na">not computable</span></h4><p class="nc">{_h(reason)}</p>'
+    owner = score_owner(metric)
+    if owner != metric:  # a second score of a metric: its evidence is the metric's
+        note = "; ".join(x for x in (score_description(metric), f"evidence under {owner}" if owner in shown else "")
+                         if x)
+        head += f" <small>({_h(note)})</small>" if note else ""
+        if owner in shown:
+            return f"{head}</h4>"
+    summary = summary_of(sample, metric)
+    if summary:
+        head += f" <small>({_h(summary)})</small>"
+    items = [_finding(f) for f in findings_of(sample, metric)]
+    body = f"<ul>{''.join(items)}</ul>" if items else ""
     detail = detail_for(sample, metric)
-    body = ""
-    if metric in ("faithfulness", "context_recall"):
-        # The verdict that counts towards the score (its tally is detail["n_<verdict>"]), and what the claims are.
-        good, noun = ("supported", "claims") if metric == "faithfulness" else ("covered", "reference claims")
-        counts = f"{fmt_count(detail.get(f'n_{good}'))} of {fmt_count(detail.get('n_claims'))}"
-        head += f" <small>({counts} {noun} {good})</small>"
-        items = []
-        for c in claims_of(detail):
-            label = text_of(c.get("verdict"))
-            if metric == "context_recall":
-                label = label.replace("_", " ")  # not_covered -> not covered
-            items.append(f"<li>{_verdict(c.get('verdict') == good, label)}{_h(c.get('text'))}</li>")
-        body = f"<ul>{''.join(items)}</ul>" if items else f"<p>no {noun}</p>"
-    elif metric == "answer_relevancy":
-        if detail.get("noncommittal"):
-            head += ' <span class="v bad">noncommittal</span>'
-        rows = [
-            f"<tr><td class=num>{fmt_num(q.get('similarity'))}</td><td>{_h(q.get('text'))}</td></tr>"
-            for q in questions_of(detail)
-        ]
-        body = (
-            "<table><thead><tr><th class=num>similarity</th><th>generated question</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>"
-            if rows
-            else "<p>no generated questions</p>"
-        )
-    elif metric in ("context_precision", "context_relevant_ratio"):
-        if metric == "context_relevant_ratio" and "context_precision" in shown:
-            return f"{head} <small>(relevant chunks ÷ all chunks; chunk verdicts under context_precision)</small></h4>"
-        if metric == "context_precision":
-            head += f" <small>(average precision; relevant ratio {fmt_num(detail.get('relevant_ratio'))})</small>"
-        else:
-            head += " <small>(relevant chunks ÷ all chunks)</small>"
-        rows = [
-            f"<tr><td class=num>{_h(c.get('rank'))}</td>"
-            f"<td>{_verdict(bool(c.get('relevant')), 'relevant' if c.get('relevant') else 'irrelevant')}</td>"
-            f'<td class="preview">{_h(c.get("preview"))}</td></tr>'
-            for c in chunks_of(detail)
-        ]
-        body = (
-            "<table><thead><tr><th class=num>rank</th><th>verdict</th><th>chunk preview</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>"
-            if rows
-            else "<p>no chunk verdicts</p>"
-        )
     if detail.get("reason"):  # a score set by rule: no contexts retrieved, an empty answer
         body = f'<p class="nc">{_h(detail["reason"])}</p>{body}'
     return f"{head}</h4>{body}"
@@ -516,13 +487,11 @@ def _run_info(report: Mapping[str, Any]) -> str:
     items: list[tuple[str, str]] = []
     judge = run_part(report, "judge")
     if judge:
-        items.append(
-            (
-                "judge",
-                f"{_h(judge.get('name'))} · n_ctx {_h(judge.get('n_ctx'))} · max_tokens {_h(judge.get('max_tokens'))}"
-                f" · sha256 <code>{_h(judge.get('sha256') or NONE)}</code>",
-            )
-        )
+        facts = [_h(judge.get("name")), _h(judge.get("backend") or NONE), f"n_ctx {_h(judge.get('n_ctx'))}",
+                 f"sha256 <code>{_h(judge.get('sha256') or NONE)}</code>"]
+        determinism = judge_determinism(report)
+        items.append(("judge", " · ".join(facts + ([f'<span class="nc">{_h(determinism)}</span>'] if determinism
+                                                   else []))))
     embedders = run_part(report, "embedders")
     for lang in sorted(embedders):
         emb = embedders[lang] if isinstance(embedders[lang], Mapping) else {}
@@ -556,7 +525,8 @@ def _run_info(report: Mapping[str, Any]) -> str:
     return f"<footer><h2>Run</h2><dl>{body}</dl></footer>"
 
 
-def render_html(report: dict) -> str:
+@register("html", "report.html")
+def render_html(report: Mapping[str, Any]) -> str:
     """report.html's text for ``report`` (a report.json dict). Deterministic: no clock, sorted where unordered."""
     metrics = metric_names(report)
     cols = "minmax(7rem,9rem) minmax(4rem,7rem) 2.5rem minmax(10rem,1fr)" + " 7.5rem" * len(metrics)

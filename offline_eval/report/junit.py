@@ -17,20 +17,21 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from offline_eval.report.writers import (
+from offline_eval.report.formats import register
+from offline_eval.report.text import fmt_num, text_of
+from offline_eval.report.view import (
     below_threshold,
     check_label,
     evidence,
     failed_by_value,
     failed_explanation,
-    fmt_num,
     gate_checks,
     gate_value_label,
     metric_names,
     not_computable_reason,
     samples_of,
     score_of,
-    text_of,
+    summary_of,
     threshold_for,
 )
 
@@ -68,8 +69,9 @@ def _metric_case(suite: ET.Element, report: Mapping[str, Any], sample: Mapping[s
         message = (f"below threshold (informational): {metric} {fmt_num(score)} < {fmt_num(threshold)}; "
                    f"the gate judges the {gate_value_label(report)}")
         ET.SubElement(case, "skipped", {"message": _x(message)})
-        items = evidence(sample, metric)
-        lines = [f"{label}: {text}" for label, text in items] or ["(no evidence recorded)"]
+        summary = summary_of(sample, metric)
+        lines = ([summary] if summary else []) + [f"{label}: {text}" for label, text in evidence(sample, metric)]
+        lines = lines or ["(no evidence recorded)"]
         ET.SubElement(case, "system-out").text = _x("\n".join(lines + [""] + _sample_text(sample)))
         return
     out = ET.SubElement(case, "system-out")
@@ -107,7 +109,8 @@ def _count(suite: ET.Element) -> tuple[int, int, int]:
     return len(cases), failures, skipped
 
 
-def render_junit(report: dict) -> str:
+@register("junit", "junit.xml")
+def render_junit(report: Mapping[str, Any]) -> str:
     """junit.xml's text for ``report`` (a report.json dict). Deterministic: no clock, no durations."""
     root = ET.Element("testsuites", {"name": "offline-eval"})
     samples = samples_of(report)

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from offline_eval.report.writers import (
-    NONE,
+from offline_eval.report.formats import register
+from offline_eval.report.text import NONE, fmt_ci, fmt_count, fmt_num, md_text, text_of
+from offline_eval.report.view import (
     aggregate_for,
     below_threshold,
     categories_of,
     check_label,
-    clip,
     evidence,
     failed_and_skipped_checks,
     failed_by_value,
     failed_explanation,
     find_check,
-    fmt_ci,
-    fmt_count,
-    fmt_num,
     gate_of,
     gate_value_label,
     header_facts,
@@ -30,7 +26,6 @@ from offline_eval.report.writers import (
     run_part,
     samples_of,
     score_of,
-    text_of,
     threshold_for,
     worst_samples,
 )
@@ -41,29 +36,6 @@ MAX_TEXT = 200  # characters of user text per cell
 MAX_SKIPPED = 50
 
 STATUS = {"passed": "✅ passed", "failed": "❌ failed", "skipped": "⚠️ skipped"}
-
-_NEWLINES = re.compile(r"\r\n|\r|\n")
-# Characters Markdown would act on inside a table cell: entities for those that open HTML or code
-# spans or that would escape our own "\|"; backslash escapes for cell separators, emphasis and links.
-# (Intraword "_" is not emphasis in GFM, so metric names such as context_recall stay readable.)
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;", "`": "&#96;"}
-_BACKSLASHED = set("|*[]")
-
-
-def md_text(value: Any, limit: int | None = None) -> str:
-    """User text made safe for a table cell or list item: shown literally, on one line."""
-    text = text_of(value)
-    if limit is not None:
-        text = clip(text, limit)
-    out = []
-    for ch in text:
-        if ch in _ENTITIES:
-            out.append(_ENTITIES[ch])
-        elif ch in _BACKSLASHED:
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return _NEWLINES.sub("<br>", "".join(out))
 
 
 def _row(cells: list[str]) -> str:
@@ -247,7 +219,8 @@ def _footer(report: Mapping[str, Any]) -> list[str]:
     return [f"<sub>{' · '.join(parts)}</sub>"] if parts else []
 
 
-def render_markdown(report: dict) -> str:
+@register("md", "report.md")
+def render_markdown(report: Mapping[str, Any]) -> str:
     """report.md's text for ``report`` (a report.json dict). Deterministic: no clock, sorted where unordered."""
     metrics = metric_names(report)
     lines: list[str] = []

@@ -9,12 +9,13 @@ from __future__ import annotations
 import pytest
 
 from offline_eval import prompts
-from offline_eval.config import EvalConfig
 from offline_eval.judge import JudgeError, JudgeRequest
-from offline_eval.metrics import REGISTRY, SampleContext
-from offline_eval.metrics.base import context_windows, longest_fitting_prefix, verify_claims
+from offline_eval.metrics import SampleContext
+from offline_eval.metrics.claim_coverage import VerifyClaims, verify_claims
+from offline_eval.metrics.context_precision import ContextPrecision
+from offline_eval.metrics.windows import context_windows, longest_fitting_prefix
 from offline_eval.sample import Sample
-from tests.fake_judge import FakeJudge
+from offline_eval.testing import FakeJudge
 
 # Dense head (a token per character), sparse tail (a token per five characters).
 DENSE_THEN_SPARSE = "1234567890" * 150 + " word" * 1500
@@ -24,13 +25,11 @@ ANSWER = "It closes at 18:00."
 
 def _ctx(judge: FakeJudge, contexts: tuple[str, ...]) -> SampleContext:
     sample = Sample("s", QUESTION, ANSWER, contexts, reference_answer=ANSWER)
-    return SampleContext(sample=sample, lang="en", judge=judge, config=EvalConfig())
+    return SampleContext(sample=sample, lang="en", judge=judge, metric="faithfulness")
 
 
 def _probe(n_claims: int = 1) -> JudgeRequest:
-    keys = prompts.claim_keys(n_claims)
-    return JudgeRequest(prompts.SYSTEM["en"], "", prompts.verify_claims(["x"] * n_claims, "en"),
-                        prompts.verdicts_schema(keys), prompts.verdict_budget(n_claims), "faithfulness")
+    return VerifyClaims(("x",) * n_claims).request("en", metric="faithfulness")
 
 
 def test_many_short_chunks_pack_into_windows_that_fit():
@@ -48,8 +47,8 @@ def test_many_short_chunks_pack_into_windows_that_fit():
     for window, after in zip(windows, windows[1:]):
         grown = prompts.context_block(window.chunks + after.chunks[:1], "en")
         assert judge.count_tokens(grown) > room
-    supported, truncated = verify_claims(ctx, ["The museum closes at 18:00."], metric="faithfulness")
-    assert supported == [True] and truncated == []
+    verdicts, truncated = verify_claims(ctx, ["The museum closes at 18:00."])
+    assert [v.yes for v in verdicts] == [True] and truncated == []
     assert len(judge.requests) == len(windows)  # every call fitted (FakeJudge raises otherwise)
 
 
@@ -66,14 +65,14 @@ def test_a_chunk_larger_than_the_window_is_cut_to_fit_by_tokens():
     # As much as fits is kept: one more character would not fit on its own.
     longer = prompts.context_block([(2, DENSE_THEN_SPARSE[: len(cut[0]) + 1])], "en")
     assert judge.count_tokens(longer) > room
-    supported, truncated = verify_claims(ctx, ["The museum closes at 18:00."], metric="faithfulness")
+    _, truncated = verify_claims(ctx, ["The museum closes at 18:00."])
     assert truncated == [2]
 
 
 def test_context_precision_cuts_an_oversized_chunk_to_fit():
     judge = FakeJudge(n_ctx=2048)
     ctx = _ctx(judge, (DENSE_THEN_SPARSE, "Closing time: 18:00 on Mondays."))
-    metric = REGISTRY["context_precision"]()
+    metric = ContextPrecision()
     evidence = metric.collect(ctx)
     assert evidence.not_computable is None, evidence.not_computable
     assert evidence.data["truncated_chunks"] == [1]
@@ -85,7 +84,7 @@ def test_context_precision_cuts_an_oversized_chunk_to_fit():
 def test_a_window_with_no_room_for_any_context_is_a_judge_error():
     probe = _probe()
     judge = FakeJudge()
-    judge.n_ctx = judge.n_ctx - judge.room_for_shared(probe) + 10  # 10 tokens: not even the block's frame
+    judge.backend.n_ctx = judge.n_ctx - judge.room_for_shared(probe) + 10  # 10 tokens: not even the block's frame
     with pytest.raises(JudgeError, match="leaves no room for any context"):
         context_windows(_ctx(judge, (DENSE_THEN_SPARSE,)), probe)
 

@@ -1,0 +1,201 @@
+"""Metrics of the form: split a text into claims, check each against the retrieved context, score the share.
+
+Faithfulness checks the answer's claims ("supported"); context recall the reference's ("covered").
+The two judge tasks they ask, and the steps around them, live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from offline_eval import scoring
+from offline_eval.claims import claim_budget, grounded
+from offline_eval.judge import JudgeResult
+from offline_eval.metrics.base import (
+    NO_CONTEXTS,
+    EmbedFn,
+    Evidence,
+    Finding,
+    Metric,
+    Outcome,
+    SampleContext,
+    judged,
+    reported_details,
+)
+from offline_eval.metrics.windows import context_windows
+from offline_eval.prompts import Task, Verdict, YesNoTask, claim_keys, defuse, string_list_schema
+from offline_eval.sample import Sample
+
+
+def _numbered(items: Sequence[str]) -> str:
+    return "\n".join(f"claim_{i}: {defuse(item)}" for i, item in enumerate(items, 1))
+
+
+@dataclass(frozen=True)
+class ExtractClaims(Task[tuple[list[str], list[str]]]):
+    """Split an answer (``source='answer'``) or a reference answer (``'reference'``) into claims.
+
+    The answer is (claims, dropped): exact repeats and blank strings go, and ``dropped`` are claims not
+    grounded in the text (see ``offline_eval.claims``), reported but never scored.
+    """
+
+    source_text: str
+    question: str
+    max_claims: int
+    source: str  # "answer" | "reference"
+
+    def text(self, lang: str) -> str:
+        text, question, max_claims, source = self.source_text, self.question, self.max_claims, self.source
+        if lang == "zh":
+            what = "回答" if source == "answer" else "参考答案"
+            return (
+                f"<question>\n{defuse(question)}\n</question>\n<{source}>\n{defuse(text)}\n</{source}>\n\n"
+                f"请把上面的{what}拆分成最多 {max_claims} 条简短、独立的事实陈述。只能用{what}里写了的内容，"
+                "不要添加任何其他事实，哪怕是正确的。每条都要单独读得懂"
+                "（把“它”“这个”等指代换成具体对象），只保留可以核对真假的事实；寒暄、客套、"
+                f"表示不确定的话不算，也不要写关于{what}本身的话（如“{what}提到……”）。"
+                f"如果{what}没有任何事实陈述，返回空列表。用中文写。"
+            )
+        what = "answer" if source == "answer" else "reference answer"
+        return (
+            f"<question>\n{defuse(question)}\n</question>\n<{source}>\n{defuse(text)}\n</{source}>\n\n"
+            f"Break the {what} above into at most {max_claims} short, self-contained factual claims. Use only "
+            f"what the {what} itself states: never add facts, even true ones. Each claim must make sense on "
+            "its own (replace pronouns with what they refer to) and state one checkable fact. Leave out greetings, hedges and statements with no factual content, and never "
+            f"write claims about the {what} itself (such as \"the {what} says...\"). If the {what} makes no "
+            "factual claim, return an empty list. Write the claims in English."
+        )
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return string_list_schema("claims", 0, self.max_claims)
+
+    @property
+    def max_tokens(self) -> int:
+        return 64 * self.max_claims + 32
+
+    def parse(self, result: JudgeResult) -> tuple[list[str], list[str]]:
+        unique = list(dict.fromkeys(c.strip() for c in result.value["claims"] if c.strip()))
+        kept = [c for c in unique if grounded(c, self.source_text, question=self.question)]
+        return kept, [c for c in unique if c not in kept]
+
+
+@dataclass(frozen=True)
+class VerifyClaims(YesNoTask):
+    """For each claim: does the context (the shared prefix) support it?"""
+
+    claims: tuple[str, ...]
+
+    @property
+    def keys(self) -> list[str]:
+        return claim_keys(len(self.claims))
+
+    def text(self, lang: str) -> str:
+        claims = self.claims
+        if lang == "zh":
+            return (
+                f"<claims>\n{_numbered(claims)}\n</claims>\n\n"
+                "请逐条判断每个 claim_N：上面资料里明确写了或能直接推出这条陈述，答 \"yes\"；"
+                "资料与之矛盾或根本没有提到，答 \"no\"。只依据资料判断，不要用你自己的知识。"
+            )
+        return (
+            f"<claims>\n{_numbered(claims)}\n</claims>\n\n"
+            "For each claim_N: answer \"yes\" if the context above states it or directly implies it; answer "
+            "\"no\" if the context contradicts it or does not mention it. Judge only against the context, "
+            "not your own knowledge."
+        )
+
+
+def extract_claims(ctx: SampleContext, text: str, *, source: str, max_claims: int) -> tuple[list[str], list[str]]:
+    """Split an answer or a reference into claims (no context needed): (claims, dropped).
+
+    At most one claim per clause (``claim_budget``); the count of claims *sent* on is what scores divide by.
+    """
+    return ctx.ask(ExtractClaims(text, ctx.sample.question, claim_budget(text, max_claims), source))
+
+
+def verify_claims(ctx: SampleContext, claims: Sequence[str]) -> tuple[list[Verdict], list[int]]:
+    """Is each claim supported by the sample's context? One call per context window, OR-combined.
+
+    Returns a verdict per claim (yes if any window says yes; its probability the highest any window
+    gave, unknown if a window gave none) and the ranks of chunks that had to be truncated.
+    """
+    task = VerifyClaims(tuple(claims))
+    combined: list[Verdict] | None = None
+    truncated: list[int] = []
+    for window in context_windows(ctx, ctx.request(task)):
+        verdicts = ctx.ask(task, window.block(ctx.lang))
+        combined = verdicts if combined is None else [
+            Verdict(a.yes or b.yes, None if a.p_yes is None or b.p_yes is None else max(a.p_yes, b.p_yes))
+            for a, b in zip(combined, verdicts, strict=True)]
+        truncated += window.truncated
+    return combined or [], truncated
+
+
+class ClaimCoverage(Metric):
+    """Split a text into claims, check each against the context, score the share found (or, under
+    probability scoring, the mean P(found)).
+
+    Subclasses say which text, which parameter caps it, and what the two verdicts are called. With no
+    context retrieved the claims are still extracted and none is found: the score is 0 ÷ claims, by the
+    formula, with the reason in the details (no judge call is needed to find nothing in nothing).
+    """
+
+    source: ClassVar[str]  # "answer" | "reference"
+    labels: ClassVar[tuple[str, str]]  # (verdict when found in the context, verdict when not)
+    claim_label: ClassVar[str]  # what a claim is called in the report: "claim", "reference claim"
+
+    def text(self, sample: Sample) -> str:
+        raise NotImplementedError
+
+    def max_claims(self) -> int:
+        raise NotImplementedError
+
+    def collect(self, ctx: SampleContext) -> Evidence:
+        reason = self.missing_input(ctx.sample)
+        if reason:
+            return Evidence(not_computable=reason)
+
+        def step() -> Evidence:
+            claims, dropped = extract_claims(ctx, self.text(ctx.sample), source=self.source,
+                                             max_claims=self.max_claims())
+            if not claims:
+                what = "answer" if self.source == "answer" else "reference answer"
+                return Evidence({"dropped_claims": dropped}, not_computable=f"no claims extracted from the {what}")
+            if not ctx.sample.contexts:
+                return Evidence({"claims": claims, "found": [Verdict(False)] * len(claims), "truncated_chunks": [],
+                                 "dropped_claims": dropped, "reason": NO_CONTEXTS})
+            found, truncated = verify_claims(ctx, claims)
+            return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
+                             "dropped_claims": dropped})
+
+        return judged(step)
+
+    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None
+              ) -> list[Outcome]:
+        values, computable = scoring.fraction_true(*self.verdict_values([e.data.get("found", []) for e in evidence]))
+        yes, no = self.labels
+        outcomes = []
+        for ev, value, ok in zip(evidence, values, computable):
+            # Dropped claims (extracted, not found in the text) are reported even when none was kept.
+            details: dict[str, Any] = {"dropped_claims": ev.data["dropped_claims"]} if ev.data.get("dropped_claims") \
+                else {}
+            if ev.not_computable or not ok:
+                outcomes.append(self.not_computable(ev.not_computable or "no claims", details))
+                continue
+            verdicts = ev.data["found"]
+            claims = [{"text": c, "verdict": yes if v.yes else no} for c, v in zip(ev.data["claims"], verdicts)]
+            details.update({"claims": claims, f"n_{yes}": sum(v.yes for v in verdicts), "n_claims": len(claims)})
+            if ev.data["truncated_chunks"]:
+                details["truncated_chunks"] = ev.data["truncated_chunks"]
+            if ev.data.get("reason"):
+                details["reason"] = ev.data["reason"]
+            findings = [Finding(self.claim_label, c, (yes if v.yes else no).replace("_", " "), v.yes, v.p_yes)
+                        for c, v in zip(ev.data["claims"], verdicts)]
+            summary = f"{details[f'n_{yes}']} of {len(claims)} {self.claim_label}s {yes}"
+            if self.soft:
+                summary += f"; score = the mean probability that a {self.claim_label} is {yes.replace('_', ' ')}"
+            outcomes.append(Outcome({self.name: float(value)}, None, reported_details(findings, summary, **details)))
+        return outcomes

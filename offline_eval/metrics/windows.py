@@ -1,0 +1,72 @@
+"""Fitting a sample's retrieved context into the judge's window, by the judge's own token count."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from offline_eval import prompts
+from offline_eval.judge import JudgeError, JudgeRequest
+from offline_eval.metrics.base import SampleContext
+
+
+@dataclass
+class Window:
+    """Part of a sample's context that fits the judge beside one task: (rank, text) pairs."""
+
+    chunks: list[tuple[int, str]]
+    truncated: list[int]  # ranks of chunks cut to fit on their own
+
+    def block(self, lang: str) -> str:
+        return prompts.context_block(self.chunks, lang)
+
+
+def longest_fitting_prefix(text: str, fits: Callable[[str], bool]) -> str:
+    """The longest prefix of ``text`` that ``fits`` (binary search on the cut point); "" if none does.
+
+    Token counts grow with the prefix (a merge at the cut can move them by a token, which the search
+    absorbs: the prefix returned was itself checked), so the tokenizer, not a character ratio, decides.
+    """
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(text[:mid]):
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
+def context_windows(ctx: SampleContext, probe: JudgeRequest) -> list[Window]:
+    """Pack the ranked chunks into as few windows as fit beside ``probe``'s task (usually one).
+
+    A context longer than the judge's window is not an error: the caller judges each window and
+    combines (a claim is supported if any window supports it; each chunk is judged in its window).
+    Whether a window fits is decided by counting the tokens of its packed block, exactly as it will
+    be sent; a chunk too large for a window on its own is cut to the longest prefix that fits.
+    """
+    room = ctx.judge.room_for_shared(probe)
+
+    def fits(chunks: list[tuple[int, str]]) -> bool:
+        return ctx.judge.count_tokens(prompts.context_block(chunks, ctx.lang)) <= room
+
+    chunks = list(enumerate(ctx.sample.contexts, 1))
+    if fits(chunks):
+        return [Window(chunks, [])]
+    cut: set[int] = set()
+    for i, (rank, text) in enumerate(chunks):
+        if not fits([(rank, text)]):
+            kept = longest_fitting_prefix(text, lambda t, r=rank: fits([(r, t)]))
+            if not kept:
+                raise JudgeError(f"the judge's window ({ctx.judge.n_ctx} tokens) leaves no room for any context")
+            chunks[i] = (rank, kept)
+            cut.add(rank)
+    windows: list[Window] = []
+    current: list[tuple[int, str]] = []
+    for chunk in chunks:
+        if current and not fits(current + [chunk]):
+            windows.append(Window(current, [r for r, _ in current if r in cut]))
+            current = []
+        current.append(chunk)
+    windows.append(Window(current, [r for r, _ in current if r in cut]))
+    return windows
