@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from offline_eval import scoring
-from offline_eval.claims import claim_budget, grounded
+from offline_eval.claims import claim_budget, grounded, sentences, uncovered_sentences
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics.base import (
     NO_CONTEXTS,
@@ -159,17 +159,26 @@ class ClaimCoverage(Metric):
             return Evidence(not_computable=reason)
 
         def step() -> Evidence:
-            claims, dropped = extract_claims(ctx, self.text(ctx.sample), source=self.source,
-                                             max_claims=self.max_claims())
+            text = self.text(ctx.sample)
+            text_sentences = sentences(text)
+            # The cap grows with the text: a twelve-sentence answer may hold twelve claims.
+            extracted, dropped = extract_claims(ctx, text, source=self.source,
+                                                max_claims=max(self.max_claims(), len(text_sentences)))
+            # Coverage before accuracy: a sentence that no extracted claim covers is checked as written,
+            # so a hallucination the extraction left out is still caught.
+            missed = [text_sentences[i] for i in uncovered_sentences(text_sentences, extracted)]
+            claims = extracted + [s for s in missed if s not in extracted]
+            coverage = {"coverage": round(1 - len(missed) / len(text_sentences), 6) if text_sentences else 1.0,
+                        "n_sentences": len(text_sentences), "n_extracted": len(extracted)}
             if not claims:
                 what = "answer" if self.source == "answer" else "reference answer"
                 return Evidence({"dropped_claims": dropped}, not_computable=f"no claims extracted from the {what}")
             if not ctx.sample.contexts:
                 return Evidence({"claims": claims, "found": [Verdict(False)] * len(claims), "truncated_chunks": [],
-                                 "dropped_claims": dropped, "reason": NO_CONTEXTS})
+                                 "dropped_claims": dropped, "reason": NO_CONTEXTS, **coverage})
             found, truncated = verify_claims(ctx, claims)
             return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
-                             "dropped_claims": dropped})
+                             "dropped_claims": dropped, **coverage})
 
         return judged(step)
 
@@ -192,9 +201,17 @@ class ClaimCoverage(Metric):
                 details["truncated_chunks"] = ev.data["truncated_chunks"]
             if ev.data.get("reason"):
                 details["reason"] = ev.data["reason"]
-            findings = [Finding(self.claim_label, c, (yes if v.yes else no).replace("_", " "), v.yes, v.p_yes)
-                        for c, v in zip(ev.data["claims"], verdicts)]
+            n_extracted = ev.data["n_extracted"]
+            details.update(coverage=ev.data["coverage"], n_sentences=ev.data["n_sentences"])
+            if n_extracted < len(claims):
+                details["unclaimed_sentences"] = ev.data["claims"][n_extracted:]
+            findings = [Finding(self.claim_label if i < n_extracted else f"{self.claim_label} (a sentence no claim "
+                                "covered, checked as written)", c, (yes if v.yes else no).replace("_", " "), v.yes,
+                                v.p_yes)
+                        for i, (c, v) in enumerate(zip(ev.data["claims"], verdicts))]
             summary = f"{details[f'n_{yes}']} of {len(claims)} {self.claim_label}s {yes}"
+            if n_extracted < len(claims):
+                summary += f" ({len(claims) - n_extracted} checked as written: no extracted claim covered them)"
             if self.soft:
                 summary += f"; score = the mean probability that a {self.claim_label} is {yes.replace('_', ' ')}"
             outcomes.append(Outcome({self.name: float(value)}, None, reported_details(findings, summary, **details)))

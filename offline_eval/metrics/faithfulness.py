@@ -1,7 +1,8 @@
 """Faithfulness: is everything the answer claims supported by the retrieved context?
 
-Judge: split the answer into at most ``max_claims`` claims (1 call, no context), then one verdict per
-claim against the joined context (1 call per context window). Score = supported ÷ claims *sent*, so a
+Judge: split the answer into at most max(``max_claims``, its number of sentences) claims (1 call, no
+context); every sentence those claims do not cover joins them as written; then one verdict per claim
+against the joined context (1 call per context window). Score = supported ÷ claims *sent*, so a
 judge that dropped a verdict could not change the denominator (the grammar makes that impossible too).
 No context retrieved: every claim is unsupported, score 0 (details say "no contexts retrieved").
 """

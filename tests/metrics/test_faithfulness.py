@@ -60,13 +60,36 @@ def test_empty_answer_stays_not_computable():
     assert report["samples"][0]["not_computable"]["faithfulness"] == "empty answer"
 
 
-def test_dropped_claims_are_reported_when_every_claim_is_dropped():
+def test_dropped_claims_are_reported_and_the_answer_is_checked_as_written():
     invented = "Zebras migrate across the Serengeti every winter."
-    report = run([sample("s")], scripted([invented]), "faithfulness")
+    report = run([sample("s")], scripted([invented], "no"), "faithfulness")
     (row,) = report["samples"]
-    assert row["scores"]["faithfulness"] is None
-    assert row["not_computable"]["faithfulness"] == "no claims extracted from the answer"
-    assert row["details"]["faithfulness"] == {"dropped_claims": [invented]}
+    assert row["scores"]["faithfulness"] == 0.0
+    details = row["details"]["faithfulness"]
+    assert details["dropped_claims"] == [invented]
+    # no kept claim covers the answer's one sentence: it is checked as it stands
+    assert details["unclaimed_sentences"] == [ANSWER] and details["coverage"] == 0.0
+    assert details["findings"][0]["label"] == "claim (a sentence no claim covered, checked as written)"
+
+
+def test_a_sentence_the_extraction_left_out_is_checked_as_written():
+    hallucinated = "The average annual temperature is 61°F."
+    judge = scripted([ANSWER], "yes")
+    report = run([sample("s", answer=f"{ANSWER} {hallucinated}")], judge, "faithfulness")
+    details = report["samples"][0]["details"]["faithfulness"]
+    assert [f["text"] for f in details["findings"]] == [ANSWER, hallucinated]
+    assert details["coverage"] == 0.5 and details["n_sentences"] == 2 and details["n_claims"] == 2
+    assert details["summary"] == "2 of 2 claims supported (1 checked as written: no extracted claim covered them)"
+    verify = [r for r in judge.requests if "claim_2" in r.schema_json()]
+    assert verify and hallucinated in verify[0].task
+
+
+def test_the_claim_cap_grows_with_the_answer():
+    answer = " ".join(f"Fact number {i} concerns item {i}." for i in range(14))
+    judge = scripted([], "yes")
+    run([sample("s", answer=answer)], judge, "faithfulness")
+    extract = next(r for r in judge.requests if "claims" in r.schema.get("properties", {}))
+    assert extract.schema["properties"]["claims"]["maxItems"] == 14  # not the fixed 10
 
 
 def test_a_judge_failure_is_a_stated_reason():
