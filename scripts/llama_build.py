@@ -187,8 +187,8 @@ def build_wheel(python: Path, args: list[str], key: str) -> Path:
     if found:
         return found[0]
     version = llama_version()
-    say(f"compiling llama-cpp-python {version} ({' '.join(a for a in args if a.endswith('=ON')) or 'defaults'}); "
-        "~8 min on 2 cores, once per set of flags")
+    enabled = " ".join(a[2:-3] for a in args if a.endswith("=ON")) or "no optional instruction set: plain x86-64"
+    say(f"compiling llama-cpp-python {version} ({enabled}); ~8 min on 2 cores, once per set of flags")
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
