@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -207,6 +210,28 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
     _run_evaluation(data, config, out_dir, fmt, skip_invalid, quiet)
 
 
+@contextlib.contextmanager
+def _interrupt_flag() -> Iterator[threading.Event]:
+    """Ctrl-C, remembered for the length of a run. Python raises KeyboardInterrupt wherever the main
+    thread is when the signal arrives; inside one of llama.cpp's ctypes log callbacks it is printed and
+    swallowed, and the run would go on to the end. So the signal also sets a flag that the run checks
+    after every sample."""
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def on_sigint(signum, frame):
+        flag.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...], skip_invalid: bool,
                     quiet: bool) -> None:
     from offline_eval import console
@@ -219,9 +244,18 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
     from offline_eval.runner import run
 
     say = (lambda _: None) if quiet else click.echo
+    show_progress = console.progress_printer(quiet=quiet)
+
+    def on_progress(progress) -> None:
+        show_progress(progress)
+        if interrupted.is_set():
+            raise KeyboardInterrupt  # the first one was raised where it could not stop the run
+
     try:
-        result = run(data, config, skip_invalid=skip_invalid, say=say, warn=lambda line: click.echo(line, err=True),
-                     on_progress=console.progress_printer(quiet=quiet), source="command line")
+        with _interrupt_flag() as interrupted:
+            result = run(data, config, skip_invalid=skip_invalid, say=say,
+                         warn=lambda line: click.echo(line, err=True), on_progress=on_progress,
+                         source="command line")
     except DatasetError as exc:
         raise InputError(f"invalid input:\n{exc}") from None
     except (ConfigError, ModelError, CacheError, JudgeServerError) as exc:

@@ -44,14 +44,18 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
     from offline_eval import modelstore
 
     model = modelstore.resolve("tiny", "judge").path
     port = _free_port()
+    # The server's log goes to a file: llama.cpp writes more than a pipe holds, and a full pipe nobody
+    # reads blocks the server before it ever answers.
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log = log_path.open("w")
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", str(N_CTX)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=log, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 300
     models = None
@@ -64,13 +68,15 @@ def server():
             time.sleep(1)
     if models is None:
         proc.kill()
-        pytest.fail(f"llama-cpp-python's server did not start: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+        log.close()
+        pytest.fail(f"llama-cpp-python's server did not start: {log_path.read_text(errors='replace')[-2000:]}")
     yield url, models["data"][0]["id"]
     proc.terminate()
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
+    log.close()
 
 
 def test_every_task_gets_a_schema_valid_answer_through_the_server(server):
