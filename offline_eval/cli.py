@@ -139,7 +139,8 @@ def _threshold_help() -> str:
               "it per sample.  [default: auto]")
 @click.option("--seed", type=int, help="Seed for the judge and the bootstrap.  [default: 0]")
 @click.option("--verdict-scoring", type=click.Choice(["hard", "probability"]), help="Count each yes/no verdict as "
-              "1 or 0, or as the judge's probability of yes where it reports one.  [default: hard]")
+              "1 or 0 (hard, the RAGAS formulas), or as the judge's probability of yes where it reports one.  "
+              "[default: probability]")
 @click.option("--no-cache", is_flag=True, help="Bypass the judge cache (every call is made again).")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False, path_type=Path),
               help="SQLite judge cache.  [default: ~/.cache/offline-eval/judge-cache.sqlite]")

@@ -25,7 +25,7 @@ class EvalConfig:
     embedder: str | None = None  # None: all-MiniLM-L6-v2 for English, USE multilingual for Chinese
     language: str = "auto"  # auto | en | zh
     seed: int = 0
-    verdict_scoring: str = "hard"  # hard | probability (a yes/no verdict counts as the judge's P(yes))
+    verdict_scoring: str = "probability"  # probability | hard (a yes/no verdict counts as the judge's P(yes))
     n_ctx: int = 8192
     n_threads: int | None = None
     n_gpu_layers: int = 0

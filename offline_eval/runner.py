@@ -197,9 +197,8 @@ def evaluate_samples(
     score_names = [spec.name for spec in score_specs() if spec.name in reported]
     rows = [_sample_row(i, s, langs[i], metrics, outcomes) for i, s in enumerate(samples)]
 
-    params: dict[str, Any] = {**config.all_params(), "n_resamples": config.n_resamples}
-    if config.verdict_scoring != "hard":  # recorded when it changes the formulas: classic reports keep their bytes
-        params["verdict_scoring"] = config.verdict_scoring
+    params: dict[str, Any] = {**config.all_params(), "n_resamples": config.n_resamples,
+                              "verdict_scoring": config.verdict_scoring}
     run_info = {
         "tool": "offline-eval",
         "version": __version__,

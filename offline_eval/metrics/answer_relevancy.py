@@ -156,9 +156,11 @@ class AnswerRelevancy(Metric):
         gen[mask] = vectors[len(questions):]
         means, sims = scoring.mean_cosine(query, gen, mask)
         verdicts = [evidence[i].data["evasive"] for i in ok]
-        evasive = self.verdict_values([[v] for v in verdicts])[0][:, 0]
+        # A noncommittal answer scores 0 by definition, whatever the verdict scoring: its probability is
+        # reported, not used (as a factor it would also discount answers the judge found informative).
+        evasive = np.array([v.yes for v in verdicts], dtype=bool)
         # A negative mean cosine says "unrelated", as 0 does: scores stay in [0, 1].
-        values = np.clip(means, 0.0, 1.0) * (1.0 - evasive)
+        values = np.where(evasive, 0.0, np.clip(means, 0.0, 1.0))
         for row, i in enumerate(ok):
             verdict = verdicts[row]
             details = {
@@ -172,9 +174,7 @@ class AnswerRelevancy(Metric):
             findings += [Finding("generated question", q["text"], f"similarity {q['similarity']:.3f}", None)
                          for q in details["generated_questions"]]
             summary = f"mean similarity of {len(generated[row])} questions generated from the answer"
-            if self.soft:
-                summary += ", × (1 − P(evasive))"
-            elif verdict.yes:
+            if verdict.yes:
                 summary = "evasive answer: scored 0"
             outcomes[i] = Outcome({self.name: float(values[row])}, None, reported_details(findings, summary, **details))
         return outcomes

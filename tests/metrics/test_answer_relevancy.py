@@ -35,15 +35,17 @@ def test_questions_like_the_asked_one_score_high_with_findings():
     assert report["run"]["embedders"]["en"]["name"] == "hashing-embedder"
 
 
-def test_evasive_answer_scores_zero_or_is_discounted_by_its_probability():
-    judge = scripted(answer_kind="evasive", p_evasive=0.75)
-    hard = run([sample("s")], judge, "answer_relevancy")["samples"][0]
-    assert hard["scores"]["answer_relevancy"] == 0.0
-    assert hard["details"]["answer_relevancy"]["summary"] == "evasive answer: scored 0"
-    soft = run([sample("s")], scripted(answer_kind="evasive", p_evasive=0.75), "answer_relevancy",
-               verdict_scoring="probability")["samples"][0]
-    informative = run([sample("s")], scripted(), "answer_relevancy")["samples"][0]
-    assert soft["scores"]["answer_relevancy"] == pytest.approx(informative["scores"]["answer_relevancy"] * 0.25, abs=1e-6)
+def test_evasive_answer_scores_zero_whatever_the_verdict_scoring():
+    for mode in ("hard", "probability"):
+        row = run([sample("s")], scripted(answer_kind="evasive", p_evasive=0.75), "answer_relevancy",
+                  verdict_scoring=mode)["samples"][0]
+        assert row["scores"]["answer_relevancy"] == 0.0
+        assert row["details"]["answer_relevancy"]["summary"] == "evasive answer: scored 0"
+        assert row["details"]["answer_relevancy"]["findings"][0]["probability"] == 0.75
+    # an informative answer is not discounted by its P(evasive)
+    informative = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy")["samples"][0]
+    hard = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy", verdict_scoring="hard")["samples"][0]
+    assert informative["scores"] == hard["scores"] and informative["scores"]["answer_relevancy"] > 0.0
 
 
 def test_empty_answer_scores_zero_without_a_judge_call():

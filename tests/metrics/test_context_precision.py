@@ -23,7 +23,7 @@ def by_chunk(verdicts: dict[str, tuple[str, float]]) -> FakeJudge:
 
 def test_average_precision_and_relevant_ratio_by_rank():
     judge = by_chunk({"shipping": ("no", 0.2), "Refunds": ("yes", 0.9), "More": ("no", 0.4)})
-    row = run([sample("s", CHUNKS)], judge, "context_precision")["samples"][0]
+    row = run([sample("s", CHUNKS)], judge, "context_precision", verdict_scoring="hard")["samples"][0]
     assert row["scores"] == {"context_precision": 0.5, "context_relevant_ratio": pytest.approx(1 / 3, abs=1e-6)}
     details = row["details"]["context_precision"]
     assert [c["relevant"] for c in details["chunks"]] == [False, True, False]

@@ -8,7 +8,7 @@ from tests.metrics.common import ANSWER, CONTEXT, run, sample, scripted
 
 
 def test_uncovered_reference_claims_are_findings_against_the_score():
-    report = run([sample("s")], scripted([ANSWER], "no", p_yes=0.25), "context_recall")
+    report = run([sample("s")], scripted([ANSWER], "no", p_yes=0.25), "context_recall", verdict_scoring="hard")
     row = report["samples"][0]
     assert row["scores"]["context_recall"] == 0.0
     details = row["details"]["context_recall"]

@@ -11,7 +11,7 @@ OTHER = "Customers can get store credit after 30 days."
 
 def test_supported_claims_score_their_share_with_findings_and_probabilities():
     report = run([sample("s", answer=f"{ANSWER} {OTHER}")], scripted([ANSWER, OTHER], "yes", p_yes=0.8),
-                 "faithfulness")
+                 "faithfulness", verdict_scoring="hard")
     (row,) = report["samples"]
     assert row["scores"] == {"faithfulness": 1.0}
     details = row["details"]["faithfulness"]
@@ -25,12 +25,12 @@ def test_supported_claims_score_their_share_with_findings_and_probabilities():
 
 def test_probability_scoring_takes_the_mean_probability_of_support():
     samples = [sample("s")]
-    hard = run(samples, scripted(verdict="yes", p_yes=0.7), "faithfulness")
+    hard = run(samples, scripted(verdict="yes", p_yes=0.7), "faithfulness", verdict_scoring="hard")
     soft = run(samples, scripted(verdict="yes", p_yes=0.7), "faithfulness", verdict_scoring="probability")
     assert hard["samples"][0]["scores"]["faithfulness"] == 1.0
     assert soft["samples"][0]["scores"]["faithfulness"] == pytest.approx(0.7)
     assert soft["run"]["params"]["verdict_scoring"] == "probability"
-    assert "verdict_scoring" not in hard["run"]["params"]  # a classic report keeps its bytes
+    assert hard["run"]["params"]["verdict_scoring"] == "hard"
     assert soft["samples"][0]["details"]["faithfulness"]["summary"] == (
         "1 of 1 claims supported; score = the mean probability that a claim is supported")
 
@@ -75,7 +75,7 @@ def test_dropped_claims_are_reported_and_the_answer_is_checked_as_written():
 def test_a_sentence_the_extraction_left_out_is_checked_as_written():
     hallucinated = "The average annual temperature is 61°F."
     judge = scripted([ANSWER], "yes")
-    report = run([sample("s", answer=f"{ANSWER} {hallucinated}")], judge, "faithfulness")
+    report = run([sample("s", answer=f"{ANSWER} {hallucinated}")], judge, "faithfulness", verdict_scoring="hard")
     details = report["samples"][0]["details"]["faithfulness"]
     assert [f["text"] for f in details["findings"]] == [ANSWER, hallucinated]
     assert details["coverage"] == 0.5 and details["n_sentences"] == 2 and details["n_claims"] == 2
