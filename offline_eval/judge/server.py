@@ -164,7 +164,9 @@ class ServerJudge:
         try:
             answer = ask()
         except JudgeError as exc:
-            if self._format != _JSON_SCHEMA or " HTTP 4" not in str(exc):
+            # A refusal of the json_schema form: HTTP 4xx, or (llama-cpp-python's server) a 500 whose
+            # message names response_format.
+            if self._format != _JSON_SCHEMA or not (" HTTP 4" in str(exc) or "response_format" in str(exc)):
                 raise
             self._format = _JSON_OBJECT  # llama-cpp-python's server takes the schema in its own form
             answer = ask()
