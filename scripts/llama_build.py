@@ -26,6 +26,7 @@ So this script (standard library only; setup.sh runs it):
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -80,29 +81,29 @@ def is_x86() -> bool:
     return platform.machine().lower() in {"x86_64", "amd64", "i686", "i386"}
 
 
+@functools.lru_cache(maxsize=1)
+def _read_cpuinfo() -> str:
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+
+
+def _cpuinfo_field(name: str, cpuinfo: str | None) -> str | None:
+    """The first ``name : value`` line of /proc/cpuinfo (read once), or of the text given."""
+    for line in (_read_cpuinfo() if cpuinfo is None else cpuinfo).splitlines():
+        if line.startswith(name):
+            return line.partition(":")[2].strip()
+    return None
+
+
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     """The CPU's feature flags as the kernel reports them (empty where /proc/cpuinfo is absent)."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return set()
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            return set(line.partition(":")[2].split())
-    return set()
+    return set((_cpuinfo_field("flags", cpuinfo) or "").split())
 
 
 def cpu_name(cpuinfo: str | None = None) -> str:
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return platform.processor() or platform.machine()
-    for line in cpuinfo.splitlines():
-        if line.startswith("model name"):
-            return line.partition(":")[2].strip()
-    return platform.processor() or platform.machine()
+    return _cpuinfo_field("model name", cpuinfo) or platform.processor() or platform.machine()
 
 
 def cmake_args(profile: str, flags: set[str], *, x86: bool = True, allow_amx: bool = False) -> list[str]:
