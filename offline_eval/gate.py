@@ -51,9 +51,8 @@ def _check(metric: str, category: str | None, stats: dict[str, Any] | None, thre
     check: dict[str, Any] = {"metric": metric, "category": category, "threshold": threshold, "value": value}
     if n and gate_on == "ppi" and value is None:
         # Gating on the corrected mean with no review of this metric must not fall back to the judge's mean.
-        why = ppi.get("note") or "no labels were given"
-        check.update(status="failed", reason=f"no PPI-corrected mean ({why}); review some of its samples in "
-                                             "report.html and pass the exported labels with --labels")
+        why = ppi.get("note") or "no labels were given: review samples in report.html, pass the export with --labels"
+        check.update(status="failed", reason=f"no PPI-corrected mean ({why})")
     elif not n or value is None:
         # Nothing scored is not a pass: a broken judge or a missing field must not turn CI green.
         reason = f"no computable sample ({empty_reason(samples, metric)})"

@@ -350,7 +350,7 @@ def ppi_estimate(samples: Iterable[Mapping[str, Any]], score: str, truth: Mappin
         return entry
     entry.update(_stat(*stats.ppi_mean_ci(f_l, y_l, f_u, level=level)))
     if not f_l:
-        entry["note"] = "no reviewed sample: label its verdicts (or its score) in report.html"
+        entry["note"] = "no reviewed sample: mark its verdicts (or its score) in report.html and export the labels"
     elif len(f_l) < 2:
         entry["note"] = "one reviewed sample: no interval (review at least two)"
     elif len(f_u) < 2:

@@ -457,3 +457,31 @@ def review_of(report: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def has_ppi(report: Mapping[str, Any]) -> bool:
     return bool(review_of(report))
+
+
+def error_rate_rows(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The review's error-rate rows (metric, kind, n_reviewed, n_wrong, error_rate {value, ci_low,
+    ci_high}, cohen_kappa); the last one, metric "all", covers every reviewed item."""
+    return [r for r in _list(review_of(report).get("error_rates")) if isinstance(r, Mapping)]
+
+
+def review_summary(report: Mapping[str, Any]) -> str:
+    """One line on the review behind the PPI means: "12 of 58 items reviewed (labels.jsonl, by ana);
+    the judge was wrong on 2: error rate 0.167 [0.047, 0.448]"; "" without a review."""
+    review = review_of(report)
+    if not review:
+        return ""
+    labels = _mapping(review.get("labels"))
+    who = ", ".join(str(r) for r in _list(labels.get("reviewers"))) or "reviewer not named"
+    line = (f"{fmt_count(review.get('n_reviewed'))} of {fmt_count(review.get('n_items'))} items reviewed "
+            f"({text_of(labels.get('path'))}, {who})")
+    total = next((r for r in error_rate_rows(report) if r.get("metric") == "all"), None)
+    if total and total.get("n_reviewed"):
+        rate = _mapping(total.get("error_rate"))
+        line += (f"; the judge was wrong on {fmt_count(total.get('n_wrong'))} of {fmt_count(total.get('n_reviewed'))}"
+                 f": error rate {_fmt3(rate.get('value'))} [{_fmt3(rate.get('ci_low'))}, {_fmt3(rate.get('ci_high'))}]")
+    return line
+
+
+def _fmt3(value: Any) -> str:
+    return f"{value:.3f}" if is_number(value) else "—"
