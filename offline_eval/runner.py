@@ -264,6 +264,7 @@ def _sample_row(i: int, sample: Sample, lang: str, metrics: Sequence[Metric],
         "answer": sample.answer,
         "reference_answer": sample.reference_answer,
         "n_contexts": len(sample.contexts),
+        "contexts": list(sample.contexts),  # what a reviewer checks a claim against, in report.html
         "scores": scores,
         "not_computable": not_computable,
         "details": details,

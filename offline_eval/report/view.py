@@ -267,6 +267,11 @@ def score_of(sample: Mapping[str, Any], metric: str) -> float | None:
     return float(value) if is_number(value) and math.isfinite(value) else None
 
 
+def contexts_of(sample: Mapping[str, Any]) -> list[str]:
+    """The sample's retrieved chunks as reported (an older report keeps only their number)."""
+    return [text_of(c) for c in _list(sample.get("contexts"))]
+
+
 def not_computable_reason(sample: Mapping[str, Any], metric: str) -> str | None:
     """Why ``metric`` has no score for ``sample`` (None when it has one)."""
     if score_of(sample, metric) is not None:
@@ -414,8 +419,8 @@ def sample_review_items(report: Mapping[str, Any], sample: Mapping[str, Any]) ->
                 ))
         main = owner if owner in scores else scores[0]  # the score the metric's verdicts decide first
         owner_score, owner_threshold = score_of(sample, main), threshold_for(report, main)
-        for k, finding in enumerate(_list(detail_for(sample, owner).get("findings")), 1):
-            if not isinstance(finding, Mapping) or not isinstance(finding.get("ok"), bool):
+        for k, finding in enumerate(findings_of(sample, owner), 1):
+            if not isinstance(finding.get("ok"), bool):
                 continue
             probability = finding.get("probability")
             probability = float(probability) if is_number(probability) and math.isfinite(probability) else None
