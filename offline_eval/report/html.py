@@ -35,6 +35,7 @@ from offline_eval.report.view import (
     check_label,
     contexts_of,
     detail_for,
+    error_rate_rows,
     failed_and_skipped_checks,
     failed_by_value,
     failed_explanation,
@@ -43,12 +44,15 @@ from offline_eval.report.view import (
     finding_item_id,
     gate_of,
     gate_value_label,
+    has_ppi,
     header_facts,
     judge_determinism,
     metric_names,
     not_computable_reason,
+    ppi_for,
     review_fingerprint,
     review_items,
+    review_summary,
     run_of,
     run_part,
     samples_of,
@@ -490,21 +494,46 @@ def _header(report: Mapping[str, Any]) -> str:
 
 
 def _summary(report: Mapping[str, Any], metrics: list[str]) -> str:
+    ppi = has_ppi(report)
     rows = []
     for metric in metrics:
         agg = aggregate_for(report, metric)
+        corrected = ppi_for(report, metric)
+        extra = (f'<td class=num title="{_h(corrected.get("note"))}">{fmt_num(corrected.get("value"))}</td>'
+                 f"<td class=num>{fmt_ci(corrected)}</td><td class=num>{fmt_count(corrected.get('n_labelled'))}</td>"
+                 if ppi else "")
         rows.append(
             f"<tr><td>{_h(metric)}</td><td class=num>{fmt_num(agg.get('mean'))}</td><td class=num>{fmt_ci(agg)}</td>"
+            f"{extra}"
             f"<td class=num>{fmt_count(agg.get('n'))}</td><td class=num>{fmt_count(agg.get('n_not_computable'))}</td>"
             f"<td class=num>{fmt_num(threshold_for(report, metric))}</td>"
             f"<td>{_status_span(find_check(report, metric))}</td></tr>"
         )
+    head_extra = ("<th class=num>PPI mean</th><th class=num>PPI 95% CI</th><th class=num>reviewed samples</th>"
+                  if ppi else "")
+    note = (f'<p class="meta">PPI mean: the judge\'s mean corrected by reviewed items — {_h(review_summary(report))}'
+            "</p>" if ppi else "")
     return (
         '<section id="summary"><h2>Summary</h2><table><thead><tr><th>metric</th><th class=num>mean</th>'
-        "<th class=num>95% CI</th><th class=num>n computable</th><th class=num>not computable</th>"
+        f"<th class=num>95% CI</th>{head_extra}<th class=num>n computable</th><th class=num>not computable</th>"
         f"<th class=num>threshold</th><th>status</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        f"{_gates(report)}</section>"
+        f"{note}{_gates(report)}{_error_rates(report)}</section>"
     )
+
+
+def _error_rates(report: Mapping[str, Any]) -> str:
+    rows = error_rate_rows(report)
+    if not rows:
+        return ""
+    body = []
+    for row in rows:
+        rate = row.get("error_rate") if isinstance(row.get("error_rate"), Mapping) else {}
+        body.append(f"<tr><td>{_h(row.get('metric'))}</td><td>{_h(row.get('kind'))}</td>"
+                    f"<td class=num>{fmt_count(row.get('n_reviewed'))}</td><td class=num>{fmt_count(row.get('n_wrong'))}"
+                    f"</td><td class=num>{fmt_num(rate.get('value'))}</td><td class=num>{fmt_ci(rate)}</td></tr>")
+    return ("<h3>Judge error rate on reviewed items</h3><table><thead><tr><th>metric</th><th>kind</th>"
+            "<th class=num>reviewed</th><th class=num>judge wrong</th><th class=num>error rate</th>"
+            f"<th class=num>95% CI (Wilson)</th></tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
 def _gates(report: Mapping[str, Any]) -> str:
