@@ -149,6 +149,7 @@ background:var(--bg);color:var(--muted);cursor:pointer}
 .m-right .rv button.right{background:var(--okbg);color:var(--ok);border-color:var(--ok);font-weight:600}
 .m-wrong .rv button.wrong{background:var(--badbg);color:var(--bad);border-color:var(--bad);font-weight:600}
 .scoreitem{margin:2px 0 6px;font-size:13px;color:var(--muted)}
+#summary p.meta{margin:0 0 12px}
 .ev ol.ctx{margin:2px 0 8px;padding-left:22px}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 footer dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}footer dt{font-weight:600}
