@@ -10,6 +10,7 @@ registry, and a sample's evidence is the generic ``findings`` and ``summary`` ea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -349,9 +350,6 @@ def worst_samples(report: Mapping[str, Any], metric: str, limit: int = 5,
 # report.html's review mode, labels.jsonl, ``offline-eval agreement`` and ``evaluate --labels`` all use
 # these ids, and only these functions make them.
 
-ITEM_KINDS = ("verdict", "score")
-
-
 class ReviewItem(dict):
     """One reviewable item, as a JSON-ready dict (report.html embeds a list of them):
 
@@ -386,9 +384,10 @@ def parse_item_id(item: Any) -> tuple[str, str, int | None] | None:
     parts = item.split("/")
     if len(parts) == 2 and parts[0] and parts[1] == "score":
         return parts[0], "score", None
-    if len(parts) == 3 and parts[0] and parts[1] == "finding" and parts[2].isdigit() and parts[2] == str(int(parts[2])) \
-            and int(parts[2]) >= 1:
-        return parts[0], "verdict", int(parts[2])
+    if len(parts) == 3 and parts[0] and parts[1] == "finding" and parts[2].isdigit():
+        index = int(parts[2])
+        if index >= 1 and parts[2] == str(index):  # "01" would name the same finding twice
+            return parts[0], "verdict", index
     return None
 
 
@@ -442,8 +441,6 @@ def review_items(report: Mapping[str, Any]) -> list[ReviewItem]:
 def review_fingerprint(items: list[ReviewItem]) -> str:
     """A short hash of what was reviewed (ids and the judge's verdicts): report.html keys its saved marks
     by it, so marks survive a re-rendered report and are dropped when the verdicts changed."""
-    import hashlib
-
     text = json.dumps([[i["sample_id"], i["item"], i["verdict"]] for i in items], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
