@@ -21,8 +21,8 @@ OPTIONS = {"max_claims": 3, "n_questions": 1, "n_resamples": 200}
 
 
 def test_review_items_of_a_real_report_round_trip(tiny_judge, embedders, tmp_path):
-    data = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines()[:3]]
-    report = evaluate(data, judge_instance=tiny_judge, embedders=embedders, **OPTIONS)
+    samples = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines()[:3]]
+    report = evaluate(samples, judge_instance=tiny_judge, embedders=embedders, **OPTIONS)
     out = tmp_path / "out"
     report.write(out)
     items = view.review_items(report.data)
@@ -61,7 +61,7 @@ def test_review_items_of_a_real_report_round_trip(tiny_judge, embedders, tmp_pat
         assert entry["n_labelled"] == len(computable), entry
 
     # the same labels in a second run: answered from the cache, the PPI means in the report
-    again = evaluate(data, judge_instance=tiny_judge, embedders=embedders, labels=str(labels), **OPTIONS)
+    again = evaluate(samples, judge_instance=tiny_judge, embedders=embedders, labels=str(labels), **OPTIONS)
     assert again.data["review"]["n_reviewed"] == len(rows)
     for entry in data["ppi"]:
         assert again.data["aggregate"][entry["metric"]]["ppi"]["value"] == entry["value"]
