@@ -9,7 +9,7 @@ scoring the mean cosine is scaled by 1 − P(evasive) instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,20 @@ class AnswerRelevancy(Metric):
             return Evidence({"questions": questions, "evasive": evasive, "lang": ctx.lang})
 
         return judged(step)
+
+    @classmethod
+    def truth_scores(cls, details: Mapping[str, Any], ok: Sequence[bool]) -> dict[str, float] | None:
+        """0 when a reviewer found the answer evasive, else the reported mean similarity (clipped to [0, 1]):
+        the one yes/no verdict is the evasiveness; the similarities are the embedder's, not a verdict."""
+        if len(ok) != 1:
+            return None
+        if not ok[0]:
+            return {cls.name: 0.0}
+        sims = [q.get("similarity") for q in details.get("generated_questions") or [] if isinstance(q, Mapping)]
+        sims = [float(x) for x in sims if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        if not sims:
+            return None
+        return {cls.name: min(1.0, max(0.0, sum(sims) / len(sims)))}
 
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn) -> list[Outcome]:
         ok = [i for i, e in enumerate(evidence) if not e.not_computable and "reason" not in e.data]

@@ -13,7 +13,7 @@ The calls share their prefix, so each costs only its chunk's tokens.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +113,16 @@ class ContextPrecision(Metric):
                              "basis": "reference" if reference else "answer"})
 
         return judged(step)
+
+    @classmethod
+    def truth_scores(cls, details: Mapping[str, Any], ok: Sequence[bool]) -> dict[str, float] | None:
+        """Average precision and relevant ratio over a reviewer's relevance verdicts, chunks in rank order."""
+        if not ok:
+            return None
+        relevant, mask = scoring.pad([[bool(v) for v in ok]], dtype=bool)
+        ap, _ = scoring.average_precision(relevant, mask)
+        ratio, _ = scoring.fraction_true(relevant, mask)
+        return {"context_precision": float(ap[0]), "context_relevant_ratio": float(ratio[0])}
 
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None
               ) -> list[Outcome]:
