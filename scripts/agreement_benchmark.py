@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if "chunks" in result:
         chunks = result["chunks"]
         print(f"\nchunk relevance, one item per retrieved chunk (n = {chunks['n']}: {chunks['n_positive']} gold, "
-              f"{chunks['n_negative']} distractors), score = P(useful):")
+              f"{chunks['n_negative']} distractors), score = P(relevant):")
         for name, stat in chunks["stats"].items():
             print(f"  {name}: {stat['value']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
                   if stat["value"] is not None else f"  {name}: undefined")
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def chunk_agreement(report: dict, labels: list[dict]) -> dict:
-    """Per-chunk agreement: each chunk's P(useful) (or its verdict) against its gold flag (HotpotQA)."""
+    """Per-chunk agreement: each chunk's P(relevant) (or its verdict) against its gold flag (HotpotQA)."""
     flags = {row["sample_id"]: row["gold_flags"] for row in labels if "gold_flags" in row}
     scores, truth = [], []
     for sample in report["samples"]:

@@ -42,7 +42,7 @@ NASTY = [
 
 
 VERDICTS_2 = prompts.verdicts_schema(prompts.claim_keys(2))
-USEFUL = prompts.verdicts_schema(["useful"])
+RELEVANT = prompts.verdicts_schema(["relevant"])
 
 
 def _requests(lang: str):
@@ -73,7 +73,7 @@ def test_every_schema_gives_valid_output_on_hostile_text(tiny_judge):
             counts[key] = counts.get(key, 0) + 1
     # Verdict schemas are tight: they must always close. Free-text schemas may only fail loudly.
     assert counts[json.dumps(VERDICTS_2, sort_keys=True)] == 20
-    assert counts[json.dumps(USEFUL, sort_keys=True)] == 20
+    assert counts[json.dumps(RELEVANT, sort_keys=True)] == 20
     assert counts[json.dumps(ClassifyAnswer().schema, sort_keys=True)] == 20
     assert counts[json.dumps(AddressesQuestion().schema, sort_keys=True)] == 20
     assert sum(counts.values()) >= 110
