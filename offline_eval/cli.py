@@ -112,9 +112,10 @@ def _metric_param_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _metrics_help() -> str:
-    from offline_eval.metrics import metric_names
+    from offline_eval.metrics import default_metrics, metric_names
 
-    return f"Comma-separated subset of: {', '.join(metric_names())}.  [default: all]"
+    extra = [name for name in metric_names() if name not in default_metrics()]
+    return f"Comma-separated list of: {', '.join(default_metrics())} (the default), {', '.join(extra)}."
 
 
 def _threshold_help() -> str:

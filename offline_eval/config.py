@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offline_eval.metrics import default_thresholds, metric_names, param_fields, score_specs
+from offline_eval.metrics import default_metrics, default_thresholds, metric_names, param_fields, score_specs
 from offline_eval.metrics.base import VERDICT_SCORING, Metric
 
 
 @dataclass
 class EvalConfig:
-    metrics: tuple[str, ...] = field(default_factory=metric_names)  # every registered metric
+    metrics: tuple[str, ...] = field(default_factory=default_metrics)  # the registered metrics on by default
     judge: str = "qwen2.5-coder-1.5b"
     judge_url: str | None = None  # an OpenAI-compatible server on this network instead of llama.cpp
     judge_model: str | None = None  # the model name to ask that server for

@@ -153,6 +153,7 @@ class Metric(ABC):
     requires: ClassVar[tuple[str, ...]] = ()  # of "answer", "contexts", "reference"
     Params: ClassVar[type] = NoParams
     needs_embedder: ClassVar[bool] = False
+    default: ClassVar[bool] = True  # run when no metric list is given (False: only when named)
 
     def __init__(self, params: Any = None, *, verdict_scoring: str = "hard"):
         self.params = self.Params() if params is None else params
@@ -232,6 +233,11 @@ def unregister(name: str) -> None:
 def metric_names() -> tuple[str, ...]:
     """Registered metrics, in registration order (the order of every report)."""
     return tuple(REGISTRY)
+
+
+def default_metrics() -> tuple[str, ...]:
+    """The metrics a run evaluates when none are named: the registered ones that are on by default."""
+    return tuple(name for name, cls in REGISTRY.items() if cls.default)
 
 
 def score_specs() -> tuple[ScoreSpec, ...]:
