@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from offline_eval import evaluate
+from offline_eval.metrics import default_thresholds
 
 pytestmark = [pytest.mark.slow, pytest.mark.quality]
 ROWS = [json.loads(line) for line in (Path(__file__).parent / "fixtures" / "quality_set.jsonl").read_text("utf-8").splitlines()]
@@ -47,9 +48,10 @@ def test_an_answer_that_orders_the_judge_is_still_judged(default_judge):
 
 def test_relevancy_passes_on_topic_answers_and_fails_off_topic_and_evasive_ones(default_judge):
     scores, report = _scores(default_judge, None, "rel", "answer_relevancy")
+    threshold = default_thresholds()["answer_relevancy"]
     for lang in ("en", "zh"):
         on, off, idk = (scores[f"r-{lang}-{k}"] for k in ("on", "off", "idk"))
-        assert on >= 0.75 > 0.5 > max(off, idk), scores  # the default threshold, either side
+        assert on >= threshold > max(off, idk), scores  # the default threshold, either side
     assert report.data["run"]["embedders"] == {}
 
 
