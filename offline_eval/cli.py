@@ -101,6 +101,20 @@ def _parse_pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
     return out
 
 
+def _parse_criteria(values: tuple[str, ...]) -> dict[str, str]:
+    """--criterion NAME="question" flags: {name: question}; a name given twice is a usage error."""
+    out: dict[str, str] = {}
+    for item in values:
+        name, sep, question = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise InputError(f"--criterion {item!r}: expected NAME=\"a question the judge answers yes or no\"")
+        if name in out:
+            raise InputError(f"--criterion {name!r} is given twice")
+        out[name] = question
+    return out
+
+
 def _metric_param_options(command: Callable[..., None]) -> Callable[..., None]:
     """A flag for every registered metric's parameters (--max-claims, --n-questions...)."""
     from offline_eval.metrics import param_fields
@@ -112,9 +126,12 @@ def _metric_param_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _metrics_help() -> str:
-    from offline_eval.metrics import metric_names
+    from offline_eval.metrics import REGISTRY, default_metrics
+    from offline_eval.metrics.criteria import is_criterion
 
-    return f"Comma-separated subset of: {', '.join(metric_names())}.  [default: all]"
+    extra = [name for name in REGISTRY if name not in default_metrics() and not is_criterion(name)]
+    return (f"Comma-separated list of: {', '.join(default_metrics())} (the default), {', '.join(extra)}; "
+            "+NAME adds a metric to the default list (--metrics +answer_correctness).")
 
 
 def _threshold_help() -> str:
@@ -144,6 +161,10 @@ def _threshold_help() -> str:
 @click.option("--no-cache", is_flag=True, help="Bypass the judge cache (every call is made again).")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False, path_type=Path),
               help="SQLite judge cache.  [default: ~/.cache/offline-eval/judge-cache.sqlite]")
+@click.option("--criterion", "criteria", multiple=True, metavar='NAME="QUESTION"', help="A custom metric: a "
+              "question about each answer that the judge answers yes or no (shown the question and the answer); "
+              "repeatable. Scored P(yes) (or 1/0 with --verdict-scoring hard), gated at 0.8 unless --threshold "
+              "NAME=VALUE. The config file's [criteria.NAME] table can also show the judge the context.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="METRIC=VALUE", help=_threshold_help())
 @click.option("--category-threshold", "category_thresholds", multiple=True, metavar="CATEGORY:METRIC=VALUE",
               help="Gate one category on its own threshold; repeatable.")
@@ -165,7 +186,7 @@ def _threshold_help() -> str:
 @click.option("--verbose", "-v", is_flag=True, help="Show llama.cpp's own log.")
 def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | None, skip_invalid: bool,
                  quiet: bool, thresholds: tuple[str, ...], category_thresholds: tuple[str, ...],
-                 no_cache: bool, allow_empty: bool, **flags) -> None:
+                 criteria: tuple[str, ...], no_cache: bool, allow_empty: bool, **flags) -> None:
     """Score the samples in DATA (JSON, JSONL or CSV) and write the reports.
 
     Each record needs a question, its retrieved contexts (a list, in rank order) and the answer;
@@ -195,6 +216,8 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
             settings["use_cache"] = False
         if allow_empty:
             settings["allow_empty"] = True
+        if criteria:
+            settings["criteria"] = _parse_criteria(criteria)
         if thresholds:
             settings["thresholds"] = _parse_pairs(thresholds, "--threshold")
         if category_thresholds:

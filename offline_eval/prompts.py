@@ -59,6 +59,19 @@ def context_block(chunks: Sequence[tuple[int, str]], lang: str) -> str:
     return f"{head}\n<context>\n{body}\n</context>\n\n"
 
 
+def answer_block(answer: str, lang: str) -> str:
+    """The shared prefix of a sample's answer-only calls (answer relevancy's questions and evasiveness,
+    custom criteria judged without the context)."""
+    head = "待评估的回答：" if lang == "zh" else "The answer to evaluate:"
+    return f"{head}\n<answer>\n{defuse(answer)}\n</answer>\n\n"
+
+
+def reference_block(reference: str, lang: str) -> str:
+    """The shared prefix of the calls that check claims against the reference answer."""
+    head = "参考答案：" if lang == "zh" else "The reference answer:"
+    return f"{head}\n<reference>\n{defuse(reference)}\n</reference>\n\n"
+
+
 # ------------------------------------------------------------------ schemas: tight, so output always closes
 
 VERDICT = {"type": "string", "enum": ["yes", "no"]}

@@ -52,6 +52,12 @@ def fraction_true(verdicts: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, n
     return scores, computable
 
 
+def f1(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
+    """The harmonic mean 2PR ÷ (P + R), 0 where both are 0."""
+    total = precision + recall
+    return np.divide(2 * precision * recall, total, out=np.zeros_like(total, dtype=np.float64), where=total > 0)
+
+
 def average_precision(relevant: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rank-aware context precision: AP = Σ_k precision@k · v_k ÷ Σ_k v_k, rank 1 in column 0, with
     precision@k = mean(v_1..v_k). ``relevant`` may be soft (P(useful) per chunk): the same formula.

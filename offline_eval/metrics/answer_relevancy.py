@@ -30,14 +30,8 @@ from offline_eval.metrics.base import (
     register,
     reported_details,
 )
-from offline_eval.prompts import Task, Verdict, defuse, option_probability, string_list_schema
+from offline_eval.prompts import Task, Verdict, answer_block, option_probability, string_list_schema
 from offline_eval.sample import Sample
-
-
-def answer_block(answer: str, lang: str) -> str:
-    """The shared prefix of a sample's answer-only calls (questions, evasiveness)."""
-    head = "待评估的回答：" if lang == "zh" else "The answer to evaluate:"
-    return f"{head}\n<answer>\n{defuse(answer)}\n</answer>\n\n"
 
 
 @dataclass(frozen=True)

@@ -88,23 +88,34 @@ class Finding:
 
 @dataclass
 class SampleContext:
-    """What a metric needs to judge one sample, and the judge cost of that sample (its own, per metric)."""
+    """What a metric needs to judge one sample, and the judge cost of that sample (its own, per metric).
+
+    ``answers`` is shared by every metric of the sample: a question already asked for this sample (the
+    same task after the same shared text) is answered from it, without a judge call. So answer
+    correctness reuses the claims faithfulness and context recall extracted, and the cost of each call
+    is accounted to the metric that made it.
+    """
 
     sample: Sample
     lang: str
     judge: Judge
     metric: str = ""
     usage: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
+    answers: dict[tuple[Task[Any], str], Any] = field(default_factory=dict)
 
     def request(self, task: Task[Any], shared: str = ""):
         """The judge call asking ``task`` after ``shared`` text for this sample and metric."""
         return task.request(self.lang, shared, self.metric)
 
     def ask(self, task: Task[T], shared: str = "") -> T:
-        """One judge call, accounted to this metric, parsed by its task. Raises JudgeError; metrics record it."""
-        result = self.judge.judge(self.request(task, shared))
-        self.usage[self.metric].record(result)
-        return task.parse(result)
+        """One judge call, accounted to this metric, parsed by its task; a question this sample already
+        asked is answered again without a call. Raises JudgeError; metrics record it."""
+        key = (task, shared)
+        if key not in self.answers:
+            result = self.judge.judge(self.request(task, shared))
+            self.usage[self.metric].record(result)
+            self.answers[key] = task.parse(result)
+        return self.answers[key]
 
 
 @dataclass
@@ -153,6 +164,7 @@ class Metric(ABC):
     requires: ClassVar[tuple[str, ...]] = ()  # of "answer", "contexts", "reference"
     Params: ClassVar[type] = NoParams
     needs_embedder: ClassVar[bool] = False
+    default: ClassVar[bool] = True  # run when no metric list is given (False: only when named)
 
     def __init__(self, params: Any = None, *, verdict_scoring: str = "hard"):
         self.params = self.Params() if params is None else params
@@ -196,8 +208,14 @@ M = TypeVar("M", bound=type[Metric])
 def register(cls: M) -> M:
     """Class decorator: make a metric known to the run, the settings, the gate and every report."""
     taken_scores = {s for other in REGISTRY.values() if other is not cls for s in other.score_names()}
-    taken_params = {p for other in REGISTRY.values() if other is not cls for p in param_names(other)}
-    clash = (set(cls.score_names()) & taken_scores) | (set(param_names(cls)) & taken_params)
+    taken_params = {f.name: f for other in REGISTRY.values() if other is not cls
+                    for f in dataclasses.fields(other.Params)}
+    # A parameter may be shared (a metric that reuses faithfulness's claims inherits its Params, so one
+    # --max-claims drives both); a different parameter under a taken name is a clash.
+    clash = (set(cls.score_names()) & taken_scores) | {
+        f.name for f in dataclasses.fields(cls.Params)
+        if f.name in taken_params and (f.default, dict(f.metadata)) != (taken_params[f.name].default,
+                                                                        dict(taken_params[f.name].metadata))}
     if clash or (cls.name in REGISTRY and REGISTRY[cls.name] is not cls):
         raise ValueError(f"metric {cls.name!r}: {', '.join(sorted(clash)) or cls.name} already registered")
     unknown = set(cls.requires) - set(_MISSING)
@@ -216,6 +234,11 @@ def unregister(name: str) -> None:
 def metric_names() -> tuple[str, ...]:
     """Registered metrics, in registration order (the order of every report)."""
     return tuple(REGISTRY)
+
+
+def default_metrics() -> tuple[str, ...]:
+    """The metrics a run evaluates when none are named: the registered ones that are on by default."""
+    return tuple(name for name, cls in REGISTRY.items() if cls.default)
 
 
 def score_specs() -> tuple[ScoreSpec, ...]:
@@ -241,5 +264,5 @@ def param_names(cls: type[Metric]) -> tuple[str, ...]:
 
 
 def param_fields() -> dict[str, dataclasses.Field]:
-    """Every registered metric's parameters by name (names are unique across metrics)."""
+    """Every registered metric's parameters by name (a name shared by two metrics is one parameter)."""
     return {f.name: f for cls in REGISTRY.values() for f in dataclasses.fields(cls.Params)}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from offline_eval import prompts
 from offline_eval.judge import JudgeError, JudgeRequest
 from offline_eval.metrics.base import SampleContext
+from offline_eval.prompts import Verdict, YesNoTask
 
 
 @dataclass
@@ -70,3 +71,21 @@ def context_windows(ctx: SampleContext, probe: JudgeRequest) -> list[Window]:
         current.append(chunk)
     windows.append(Window(current, [r for r, _ in current if r in cut]))
     return windows
+
+
+def any_window(a: Verdict, b: Verdict) -> Verdict:
+    """Two windows' verdicts on one item: yes if either says yes; its P(yes) the higher (unknown if either
+    window gave none)."""
+    return Verdict(a.yes or b.yes, None if a.p_yes is None or b.p_yes is None else max(a.p_yes, b.p_yes))
+
+
+def ask_over_context(ctx: SampleContext, task: YesNoTask) -> tuple[list[Verdict], list[int]]:
+    """Ask a yes/no task after the sample's retrieved context: one call per context window (usually one),
+    an item yes if any window says yes. Returns the verdicts and the ranks of chunks cut to fit."""
+    combined: list[Verdict] | None = None
+    truncated: list[int] = []
+    for window in context_windows(ctx, ctx.request(task)):
+        verdicts = ctx.ask(task, window.block(ctx.lang))
+        combined = verdicts if combined is None else [any_window(a, b) for a, b in zip(combined, verdicts, strict=True)]
+        truncated += window.truncated
+    return combined or [], truncated
