@@ -178,6 +178,9 @@ def _threshold_help() -> str:
 @click.option("--format", "formats", default="json,md,html,junit", show_default=True,
               help="Reports to write: any of json, md, html, junit.")
 @click.option("--skip-invalid", is_flag=True, help="Evaluate the valid records; list the invalid ones in the report.")
+@click.option("--dry-run", is_flag=True, help="Judge nothing: check the data and settings, count every judge call, "
+              "its prompt tokens (sent, and evaluated after prefix sharing) and expected output, and estimate "
+              "the time from the judge's speed measured on this machine. Exit 0.")
 @click.option("--n-ctx", type=int, help="Judge context window in tokens.  [default: 8192]")
 @click.option("--threads", "n_threads", type=int, help="CPU threads for the judge.  [default: all cores]")
 @click.option("--gpu-layers", "n_gpu_layers", type=int, help="Layers to offload to a GPU (-1: all).  [default: 0]")
@@ -186,7 +189,7 @@ def _threshold_help() -> str:
 @click.option("--verbose", "-v", is_flag=True, help="Show llama.cpp's own log.")
 def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | None, skip_invalid: bool,
                  quiet: bool, thresholds: tuple[str, ...], category_thresholds: tuple[str, ...],
-                 criteria: tuple[str, ...], no_cache: bool, allow_empty: bool, **flags) -> None:
+                 criteria: tuple[str, ...], no_cache: bool, allow_empty: bool, dry_run: bool, **flags) -> None:
     """Score the samples in DATA (JSON, JSONL or CSV) and write the reports.
 
     Each record needs a question, its retrieved contexts (a list, in rank order) and the answer;
@@ -231,7 +234,36 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
         apply_settings(config, settings, "command line")
     except ConfigError as exc:
         raise InputError(str(exc)) from None
+    if dry_run:
+        _dry_run(data, config, skip_invalid, quiet)
     _run_evaluation(data, config, out_dir, fmt, skip_invalid, quiet)
+
+
+@contextlib.contextmanager
+def _run_errors() -> Iterator[None]:
+    """What stops a run before it judges (bad data, settings, model, cache or server) as a usage error, exit 2."""
+    from offline_eval.config import ConfigError
+    from offline_eval.data import DatasetError
+    from offline_eval.judge.cache import CacheError
+    from offline_eval.judge.server import JudgeServerError
+    from offline_eval.modelstore import ModelError
+
+    try:
+        yield
+    except DatasetError as exc:
+        raise InputError(f"invalid input:\n{exc}") from None
+    except (ConfigError, ModelError, CacheError, JudgeServerError) as exc:
+        raise InputError(str(exc)) from None
+
+
+def _dry_run(data: Path, config, skip_invalid: bool, quiet: bool) -> None:
+    from offline_eval.plan import dry_run
+
+    with _run_errors():
+        text = dry_run(data, config, skip_invalid=skip_invalid, say=(lambda _: None) if quiet else click.echo,
+                       warn=lambda line: click.echo(line, err=True), source="command line")
+    click.echo(text)
+    sys.exit(EXIT_PASSED)
 
 
 @contextlib.contextmanager
@@ -259,11 +291,6 @@ def _interrupt_flag() -> Iterator[threading.Event]:
 def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...], skip_invalid: bool,
                     quiet: bool) -> None:
     from offline_eval import console
-    from offline_eval.config import ConfigError
-    from offline_eval.data import DatasetError
-    from offline_eval.judge.cache import CacheError
-    from offline_eval.judge.server import JudgeServerError
-    from offline_eval.modelstore import ModelError
     from offline_eval.report.writers import write_reports, write_text
     from offline_eval.runner import run
 
@@ -276,14 +303,10 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
             raise KeyboardInterrupt  # the first one was raised where it could not stop the run
 
     try:
-        with _interrupt_flag() as interrupted:
+        with _run_errors(), _interrupt_flag() as interrupted:
             result = run(data, config, skip_invalid=skip_invalid, say=say,
                          warn=lambda line: click.echo(line, err=True), on_progress=on_progress,
                          source="command line")
-    except DatasetError as exc:
-        raise InputError(f"invalid input:\n{exc}") from None
-    except (ConfigError, ModelError, CacheError, JudgeServerError) as exc:
-        raise InputError(str(exc)) from None
     except KeyboardInterrupt:
         click.echo(f"\n{INTERRUPTED}", err=True)
         sys.exit(EXIT_INTERRUPTED)

@@ -136,9 +136,27 @@ class Task(ABC, Generic[T]):
     def parse(self, result: JudgeResult) -> T:
         """The answer, from a schema-valid result of this task."""
 
+    def estimate(self) -> Any:
+        """A plausible answer, for ``--dry-run`` (which sizes the calls without judging): the first option
+        of every enum, the fewest items of every list. Tasks whose answer shapes later calls say better."""
+        return schema_estimate(self.schema)
+
     def request(self, lang: str, shared: str = "", metric: str = "") -> JudgeRequest:
         """The judge call asking this task after ``shared`` text, accounted to ``metric``."""
-        return JudgeRequest(SYSTEM[lang], shared, self.text(lang), self.schema, self.max_tokens, metric)
+        return JudgeRequest(SYSTEM[lang], shared, self.text(lang), self.schema, self.max_tokens, metric,
+                            estimate=self.estimate)
+
+
+def schema_estimate(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema-valid object for the schemas tasks use: enums take their first option, lists their
+    minimum number of one-word items."""
+    out: dict[str, Any] = {}
+    for key, prop in schema.get("properties", {}).items():
+        if "enum" in prop:
+            out[key] = prop["enum"][0]
+        elif prop.get("type") == "array":
+            out[key] = ["item"] * prop.get("minItems", 0)
+    return out
 
 
 @dataclass(frozen=True)

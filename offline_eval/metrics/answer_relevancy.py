@@ -65,6 +65,11 @@ class GenerateQuestions(Task[list[str]]):
     def max_tokens(self) -> int:
         return 60 * self.n_questions + 32
 
+    def estimate(self) -> dict[str, Any]:
+        """Questions of a typical length (about a dozen words)."""
+        return {"questions": ["What does the answer above say about the subject that it covers here?"]
+                * self.n_questions}
+
     def parse(self, result: JudgeResult) -> list[str]:
         return list(dict.fromkeys(q.strip() for q in result.value["questions"] if q.strip()))
 

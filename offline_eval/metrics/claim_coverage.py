@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from offline_eval import scoring
-from offline_eval.claims import claim_budget, grounded, sentences, uncovered_sentences
+from offline_eval.claims import claim_budget, clauses, grounded, sentences, uncovered_sentences
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics.base import (
     NO_CONTEXTS,
@@ -75,6 +75,10 @@ class ExtractClaims(Task[tuple[list[str], list[str]]]):
     @property
     def max_tokens(self) -> int:
         return 64 * self.max_claims + 32
+
+    def estimate(self) -> dict[str, Any]:
+        """One claim per clause, up to the cap: the judge's own extractions are about that many."""
+        return {"claims": [c[:160] for c in clauses(self.source_text)][: self.max_claims]}
 
     def parse(self, result: JudgeResult) -> tuple[list[str], list[str]]:
         unique = list(dict.fromkeys(c.strip() for c in result.value["claims"] if c.strip()))
