@@ -18,6 +18,7 @@ from offline_eval.metrics import (
     metric_names,
     param_fields,
     score_owner,
+    score_spec,
     score_specs,
 )
 from offline_eval.metrics.base import VERDICT_SCORING, Metric
@@ -255,6 +256,10 @@ def validate(config: EvalConfig, source: str) -> None:
                 raise ConfigError(f"{source}: threshold for unknown metric {scope}{metric!r}")
             if not 0.0 <= float(value) <= 1.0:
                 raise ConfigError(f"{source}: threshold {scope}{metric}={value} is outside [0, 1]")
+            spec = score_spec(metric)
+            if spec is not None and spec.higher_is_better is not True:
+                raise ConfigError(f"{source}: {scope}{metric} is a diagnostic where higher is not better; it is "
+                                  "reported and compared, not gated")
     if config.language not in ("auto", "en", "zh"):
         raise ConfigError(f"{source}: language must be auto, en or zh, not {config.language!r}")
     if config.gate_on not in ("mean", "lower"):

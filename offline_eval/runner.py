@@ -249,6 +249,7 @@ def _sample_row(i: int, sample: Sample, lang: str, metrics: Sequence[Metric],
             scores[name] = None if value is None or not np.isfinite(value) else round(float(value), 6)
         if outcome.not_computable:
             not_computable[metric.name] = outcome.not_computable
+        not_computable.update(outcome.score_reasons)
         if outcome.details:
             details[metric.name] = outcome.details
     return {

@@ -74,6 +74,38 @@ def average_precision(relevant: np.ndarray, mask: np.ndarray) -> tuple[np.ndarra
     return ap, computable
 
 
+def claim_chunk_diagnostics(answer_chunks: np.ndarray, reference_chunks: np.ndarray, answer_in_reference: np.ndarray,
+                            reference_in_answer: np.ndarray) -> dict[str, float | None]:
+    """RAGChecker's diagnostic shares (arXiv 2408.08067, §3) from one sample's claim × chunk matrix.
+
+    ``answer_chunks`` (n_a, k) and ``reference_chunks`` (n_r, k): does chunk j entail claim i;
+    ``answer_in_reference`` (n_a,): is the answer claim in the reference answer (correct);
+    ``reference_in_answer`` (n_r,): is the reference claim in the answer. Values are 1/0 verdicts or
+    soft P(yes); the set algebra is NOT p = 1 − p, AND = product, "in some chunk" = max over chunks, so
+    that 1/0 verdicts give the paper's counts exactly. A chunk is relevant when it entails a reference
+    claim (max over reference claims). None where a share has nothing to divide by.
+    """
+    n_a, k = answer_chunks.shape
+    relevant = reference_chunks.max(axis=0) if reference_chunks.size else np.zeros(k)
+    in_context = answer_chunks.max(axis=1) if k else np.zeros(n_a)
+    in_relevant = (answer_chunks * relevant).max(axis=1) if k else np.zeros(n_a)
+    in_irrelevant = (answer_chunks * (1 - relevant)).max(axis=1) if k else np.zeros(n_a)
+    wrong = 1 - answer_in_reference
+    retrieved = reference_chunks.max(axis=1) if k else np.zeros(len(reference_in_answer))
+
+    def share(values: np.ndarray, weights: np.ndarray | None = None) -> float | None:
+        total = float(values.size if weights is None else weights.sum())
+        return float((values if weights is None else values * weights).sum() / total) if total > 0 else None
+
+    return {
+        "context_utilization": share(reference_in_answer, retrieved),
+        "noise_sensitivity_relevant": share(wrong * in_relevant),
+        "noise_sensitivity_irrelevant": share(wrong * in_irrelevant),
+        "hallucination": share(wrong * (1 - in_context)),
+        "self_knowledge": share(answer_in_reference * (1 - in_context)),
+    }
+
+
 def mean_cosine(query: np.ndarray, generated: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Answer relevancy's core: mean cosine between each question and its generated questions.
 

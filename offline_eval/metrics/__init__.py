@@ -9,6 +9,7 @@ from offline_eval.metrics import answer_relevancy  # noqa: F401
 from offline_eval.metrics import context_recall  # noqa: F401
 from offline_eval.metrics import context_precision  # noqa: F401
 from offline_eval.metrics import answer_correctness  # noqa: F401
+from offline_eval.metrics import ragchecker  # noqa: F401
 # isort: on
 from offline_eval.metrics.base import (
     REGISTRY,

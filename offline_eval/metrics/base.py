@@ -52,6 +52,9 @@ class ScoreSpec:
     threshold: float | None  # the default gate threshold; None: reported, not gated unless asked
     failure: str  # what a score below its threshold means for the RAG system, in the words users act on
     description: str = ""  # how the score is computed, in one line
+    # True: higher is better (every gated score). False: lower is better (hallucination); None: neither
+    # (a share that describes, like self-knowledge). Only higher-is-better scores can be gated.
+    higher_is_better: bool | None = True
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,8 @@ class Outcome:
     scores: dict[str, float | None]
     not_computable: str | None
     details: dict[str, Any]
+    # Why one score of a metric is missing while the others were computed ({score: reason}).
+    score_reasons: dict[str, str] = field(default_factory=dict)
 
 
 def reported_details(findings: Sequence[Finding], summary: str, **details: Any) -> dict[str, Any]:
