@@ -140,12 +140,12 @@ class ClaimSet:
     dropped: list[str]
     n_extracted: int
     n_sentences: int
+    n_missed: int  # sentences no extracted claim covers (each checked as written, unless extracted verbatim)
 
     @property
     def coverage(self) -> float:
         """The share of the text's sentences the extracted claims covered."""
-        missed = len(self.claims) - self.n_extracted
-        return round(1 - missed / self.n_sentences, 6) if self.n_sentences else 1.0
+        return round(1 - self.n_missed / self.n_sentences, 6) if self.n_sentences else 1.0
 
 
 def claim_set(ctx: SampleContext, text: str, *, source: str, max_claims: int) -> ClaimSet:
@@ -156,9 +156,10 @@ def claim_set(ctx: SampleContext, text: str, *, source: str, max_claims: int) ->
     extracted, dropped = extract_claims(ctx, text, source=source, max_claims=max(max_claims, len(text_sentences)))
     # Coverage before accuracy: a sentence that no extracted claim covers is checked as written, so a
     # hallucination the extraction left out is still caught.
-    missed = [text_sentences[i] for i in uncovered_sentences(text_sentences, extracted)]
+    missed = [text_sentences[i]
+              for i in uncovered_sentences(text_sentences, extracted, question=ctx.sample.question)]
     return ClaimSet(extracted + [s for s in missed if s not in extracted], dropped, len(extracted),
-                    len(text_sentences))
+                    len(text_sentences), len(missed))
 
 
 def verify_claims(ctx: SampleContext, claims: Sequence[str]) -> tuple[list[Verdict], list[int]]:
