@@ -83,13 +83,16 @@ def claim_chunk_diagnostics(answer_chunks: np.ndarray, reference_chunks: np.ndar
     ``reference_in_answer`` (n_r,): is the reference claim in the answer. Values are 1/0 verdicts or
     soft P(yes); the set algebra is NOT p = 1 − p, AND = product, "in some chunk" = max over chunks, so
     that 1/0 verdicts give the paper's counts exactly. A chunk is relevant when it entails a reference
-    claim (max over reference claims). None where a share has nothing to divide by.
+    claim (max over reference claims). An incorrect claim entailed by both a relevant and an irrelevant
+    chunk is noise from the relevant one only (as RAGChecker's own code counts it), so the two noise
+    shares, hallucination, self-knowledge and the correct claims from the context add up to 1.
+    None where a share has nothing to divide by.
     """
     n_a, k = answer_chunks.shape
     relevant = reference_chunks.max(axis=0) if reference_chunks.size else np.zeros(k)
     in_context = answer_chunks.max(axis=1) if k else np.zeros(n_a)
     in_relevant = (answer_chunks * relevant).max(axis=1) if k else np.zeros(n_a)
-    in_irrelevant = (answer_chunks * (1 - relevant)).max(axis=1) if k else np.zeros(n_a)
+    in_irrelevant = (answer_chunks * (1 - relevant)).max(axis=1) * (1 - in_relevant) if k else np.zeros(n_a)
     wrong = 1 - answer_in_reference
     retrieved = reference_chunks.max(axis=1) if k else np.zeros(len(reference_in_answer))
 

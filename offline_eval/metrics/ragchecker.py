@@ -12,8 +12,9 @@ reference claim, and "correct" an answer claim the reference answer entails:
 - ``context_utilization`` = reference claims in some chunk and in the answer ÷ reference claims in some
   chunk (how much of what was retrieved and needed the generator used; higher is better);
 - ``noise_sensitivity_relevant`` = incorrect answer claims entailed by a relevant chunk ÷ answer claims;
-- ``noise_sensitivity_irrelevant`` = incorrect answer claims entailed by an irrelevant chunk ÷ answer
-  claims (the generator repeated retrieval noise; lower is better);
+- ``noise_sensitivity_irrelevant`` = incorrect answer claims entailed by an irrelevant chunk and by no
+  relevant one ÷ answer claims (the generator repeated retrieval noise; lower is better; exclusive of
+  the relevant kind, as in RAGChecker's code, so each answer claim has one kind);
 - ``hallucination`` = incorrect answer claims in no chunk ÷ answer claims (made up; lower is better);
 - ``self_knowledge`` = correct answer claims in no chunk ÷ answer claims (right from the model's own
   knowledge; neither better high nor low: it depends on whether answers should come from the context).
@@ -88,7 +89,8 @@ class RagChecker(Metric):
         ScoreSpec("noise_sensitivity_relevant", None, "the generator repeats wrong details from relevant chunks",
                   "incorrect answer claims entailed by a relevant chunk ÷ answer claims", higher_is_better=False),
         ScoreSpec("noise_sensitivity_irrelevant", None, "the generator repeats irrelevant retrieved text",
-                  "incorrect answer claims entailed by an irrelevant chunk ÷ answer claims", higher_is_better=False),
+                  "incorrect answer claims entailed by an irrelevant chunk (and no relevant one) ÷ answer claims",
+                  higher_is_better=False),
         ScoreSpec("hallucination", None, "the generator makes up claims found neither in the context nor the reference",
                   "incorrect answer claims in no chunk ÷ answer claims", higher_is_better=False),
         ScoreSpec("self_knowledge", None, "correct claims come from the model, not the context",

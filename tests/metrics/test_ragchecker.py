@@ -110,7 +110,12 @@ def test_soft_set_algebra_reduces_to_the_counts_and_uses_probabilities():
                                            np.array([0.5]))
     assert soft["hallucination"] == pytest.approx(0.6 * (1 - 0.8))
     assert soft["noise_sensitivity_relevant"] == pytest.approx(0.6 * max(0.8 * 0.9, 0.3 * 0.2))
-    assert soft["noise_sensitivity_irrelevant"] == pytest.approx(0.6 * max(0.8 * 0.1, 0.3 * 0.8))
+    # Irrelevant noise excludes what a relevant chunk entails: P(in an irrelevant chunk) × P(in no relevant one).
+    assert soft["noise_sensitivity_irrelevant"] == pytest.approx(0.6 * max(0.8 * 0.1, 0.3 * 0.8)
+                                                                 * (1 - max(0.8 * 0.9, 0.3 * 0.2)))
+    # A wrong claim entailed by a relevant and an irrelevant chunk is relevant noise, counted once.
+    both = scoring.claim_chunk_diagnostics(np.array([[1.0, 1.0]]), np.array([[1.0, 0.0]]), np.zeros(1), np.ones(1))
+    assert (both["noise_sensitivity_relevant"], both["noise_sensitivity_irrelevant"]) == (1.0, 0.0)
     assert soft["context_utilization"] == pytest.approx(0.5)
     assert scoring.claim_chunk_diagnostics(np.zeros((1, 0)), np.zeros((1, 0)), np.ones(1), np.ones(1))[
         "self_knowledge"] == 1.0
