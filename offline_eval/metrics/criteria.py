@@ -81,14 +81,14 @@ class JudgeCriterion(YesNoTask):
         question = defuse(self.question)
         if lang == "zh":
             if self.with_context:
-                return (f"<question>\n{question}\n</question>\n<answer>\n{defuse(self.answer)}\n</answer>\n\n"
-                        "请就上面的回答回答下面这个问题，符合答 \"yes\"，不符合答 \"no\"；问题涉及检索到的资料时，"
-                        f"以上面的资料为准：\n{self.criterion}")
-            return (f"这段回答所针对的问题：\n<question>\n{question}\n</question>\n\n"
-                    f"请就上面的回答回答下面这个问题，符合答 \"yes\"，不符合答 \"no\"：\n{self.criterion}")
+                return (f"用户的问题和系统的回答：\n<question>\n{question}\n</question>\n<answer>\n{defuse(self.answer)}"
+                        "\n</answer>\n\n针对这段回答判断下面这一点，是答 \"yes\"，否答 \"no\"；"
+                        f"凡涉及检索到的资料，一律以上面的资料为准：\n{self.criterion}")
+            return (f"这段回答针对的问题是：\n<question>\n{question}\n</question>\n\n"
+                    f"针对上面这段回答判断下面这一点，是答 \"yes\"，否答 \"no\"：\n{self.criterion}")
         if self.with_context:
-            return (f"<question>\n{question}\n</question>\n<answer>\n{defuse(self.answer)}\n</answer>\n\n"
-                    "Answer this question about the answer above with \"yes\" or \"no\"; where it refers to "
+            return (f"The question and the answer to evaluate:\n<question>\n{question}\n</question>\n<answer>\n"
+                    f"{defuse(self.answer)}\n</answer>\n\nAnswer this question about the answer above with \"yes\" or \"no\"; where it refers to "
                     f"the retrieved context, judge by the context above:\n{self.criterion}")
         return (f"The question it responds to:\n<question>\n{question}\n</question>\n\n"
                 f"Answer this question about the answer above with \"yes\" or \"no\":\n{self.criterion}")

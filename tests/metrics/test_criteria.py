@@ -81,7 +81,7 @@ def test_with_context_the_context_is_the_shared_prefix_as_for_faithfulness():
 
 def test_chinese_prompts_are_chinese():
     text = JudgeCriterion("退款期限是多久？", "30 天内。", "回答是否礼貌？", False).text("zh")
-    assert text.startswith("这段回答所针对的问题：") and "符合答 \"yes\"" in text and text.endswith("回答是否礼貌？")
+    assert text.startswith("这段回答针对的问题是：") and "是答 \"yes\"，否答 \"no\"" in text and text.endswith("回答是否礼貌？")
     with_context = JudgeCriterion("退款期限是多久？", "30 天内。", "回答是否礼貌？", True).text("zh")
     assert "<answer>\n30 天内。\n</answer>" in with_context and "以上面的资料为准" in with_context
 
