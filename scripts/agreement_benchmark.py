@@ -32,6 +32,7 @@ MAPPINGS = {
     "attributionbench": {"faithfulness": "attributable"},
     "hotpotqa": {"context_precision": "context_precision"},
     "ocnli": {"faithfulness": "entailed"},
+    "halueval": {"answer_correctness": "correct"},  # labels by construction: a sanity check, not agreement
 }
 
 

@@ -38,16 +38,17 @@ from offline_eval.metrics.base import (
     register,
     reported_details,
 )
-from offline_eval.prompts import Task, Verdict, YesNoTask, defuse, option_probability, string_list_schema
+from offline_eval.prompts import (
+    Task,
+    Verdict,
+    YesNoTask,
+    answer_block,
+    defuse,
+    option_probability,
+    question_answer_block,
+    string_list_schema,
+)
 from offline_eval.sample import Sample
-
-
-def question_answer_block(question: str, answer: str, lang: str) -> str:
-    """The question and the answer, as the default relevancy call sees them."""
-    if lang == "zh":
-        return f"问题：\n<question>\n{defuse(question)}\n</question>\n回答：\n<answer>\n{defuse(answer)}\n</answer>\n\n"
-    return (f"The question:\n<question>\n{defuse(question)}\n</question>\nThe answer to evaluate:\n<answer>\n"
-            f"{defuse(answer)}\n</answer>\n\n")
 
 
 @dataclass(frozen=True)
@@ -104,12 +105,6 @@ class AnswerRelevancy(Metric):
         return outcomes
 
 
-def answer_block(answer: str, lang: str) -> str:
-    """The shared prefix of a sample's answer-only calls (questions, evasiveness)."""
-    head = "待评估的回答：" if lang == "zh" else "The answer to evaluate:"
-    return f"{head}\n<answer>\n{defuse(answer)}\n</answer>\n\n"
-
-
 @dataclass(frozen=True)
 class GenerateQuestions(Task[list[str]]):
     """Questions the answer above would answer (from the answer alone, never the real question).
@@ -140,6 +135,11 @@ class GenerateQuestions(Task[list[str]]):
     @property
     def max_tokens(self) -> int:
         return 60 * self.n_questions + 32
+
+    def estimate(self) -> dict[str, Any]:
+        """Questions of a typical length (about a dozen words)."""
+        return {"questions": ["What does the answer above say about the subject that it covers here?"]
+                * self.n_questions}
 
     def parse(self, result: JudgeResult) -> list[str]:
         return list(dict.fromkeys(q.strip() for q in result.value["questions"] if q.strip()))
