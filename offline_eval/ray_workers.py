@@ -34,6 +34,7 @@ import dataclasses
 import os
 import socket
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -69,13 +70,16 @@ def layout(config: EvalConfig, cpus: int) -> tuple[int, int]:
 
 
 class WorkerCache:
-    """A worker's view of the run's cache: look-ups through the reader on the driver's node; what the
-    worker computes is kept (``rows``) to go back with the sample's result, for the driver to store."""
+    """A worker's view of the run's cache: look-ups through the reader on the driver's node (the Ray
+    actor named ``reader``: by name, because a handle passed to a restartable actor's constructor is
+    kept in the object store, which Ray warns a restart may not find); what the worker computes is
+    kept (``rows``) to go back with the sample's result, for the driver to store."""
 
     problem = None
 
-    def __init__(self, reader: Any):
-        self.reader = reader
+    def __init__(self, reader: str | None):
+        self.reader_name = reader
+        self.reader: Any = None
         self.rows: dict[str, dict[str, Any]] = {}
 
     def get(self, key: str) -> tuple[str, int, int, float, dict[str, dict[str, float]]] | None:
@@ -83,10 +87,12 @@ class WorkerCache:
             row = self.rows[key]
             return (row["output"], row["prompt_tokens"], row["completion_tokens"], row["seconds"],
                     row["probabilities"] or {})
-        if self.reader is None:
+        if self.reader_name is None:
             return None
         import ray
 
+        if self.reader is None:
+            self.reader = ray.get_actor(self.reader_name)
         return ray.get(self.reader.get.remote(key))
 
     def put(self, key: str, **row: Any) -> None:
@@ -108,7 +114,7 @@ class CacheReader:
 class JudgeWorker:
     """One llama.cpp judge in its own process (a Ray actor): judges whole samples."""
 
-    def __init__(self, config: EvalConfig, reader: Any):
+    def __init__(self, config: EvalConfig, reader: str | None):
         from offline_eval.judge.load import load_judge
 
         self.judge = load_judge(config)  # resolves the model here: its sha256 is checked on this node
@@ -144,6 +150,7 @@ class RayExecutor:
         self.stats: dict[str, Any] = {"executor": "ray", "address": config.ray_address or "local"}
         self.pids: list[int] = []  # each worker's first process
         self.in_flight: dict[int, int] = {}  # worker → position of the sample it is judging
+        self._actors: list[Any] = []  # every actor a run started, stopped whatever happens
 
     def describe(self) -> dict[str, Any]:
         return dict(self.stats)
@@ -158,7 +165,8 @@ class RayExecutor:
 
         if ray.is_initialized():  # a caller's Ray (a notebook, a test): use it as it is
             return False
-        quiet = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
+        # Ray's own notices (token authentication, a started instance) would bury the progress line.
+        quiet = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
         if self.config.ray_address:
             try:
                 ray.init(address=self.config.ray_address, **quiet)
@@ -171,7 +179,7 @@ class RayExecutor:
             ray.init(num_cpus=max(cores, workers * threads), object_store_memory=128 * 1024**2, **quiet)
         return True
 
-    def _start(self, driver_identity: dict[str, Any], cache_path: str | None) -> tuple[list[Any], Any]:
+    def _start(self, driver_identity: dict[str, Any], cache_path: str | None) -> list[Any]:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -181,12 +189,15 @@ class RayExecutor:
             raise WorkerError(f"{n} workers × {threads} threads need {n * threads} CPUs; the Ray cluster at "
                               f"{self.config.ray_address or 'this machine'} has {cpus}")
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        reader = (ray.remote(CacheReader).options(num_cpus=0, scheduling_strategy=here).remote(cache_path)
-                  if cache_path else None)
+        reader_name = f"offline-eval-cache-reader-{uuid.uuid4().hex}" if cache_path else None
+        if cache_path:
+            self._actors.append(ray.remote(CacheReader).options(num_cpus=0, scheduling_strategy=here,
+                                                                 name=reader_name).remote(cache_path))
         worker_config = dataclasses.replace(self.config, n_threads=threads, use_cache=False, workers=None,
                                             ray_address=None)
         actor = ray.remote(JudgeWorker).options(num_cpus=threads, max_restarts=MAX_RESTARTS, max_task_retries=0)
-        workers = [actor.remote(worker_config, reader) for _ in range(n)]
+        workers = [actor.remote(worker_config, reader_name) for _ in range(n)]
+        self._actors.extend(workers)
         try:
             hellos = ray.get([w.hello.remote() for w in workers], timeout=START_TIMEOUT)
         except ray.exceptions.GetTimeoutError:
@@ -201,7 +212,7 @@ class RayExecutor:
                               + " | ".join(refused))
         self.stats.update(workers=n, threads=threads, nodes=len({h["node"] for h in hellos}))
         self.pids = [h["pid"] for h in hellos]
-        return workers, reader
+        return workers
 
     # ------------------------------------------------------------ the run
 
@@ -210,14 +221,13 @@ class RayExecutor:
         import ray
 
         started_ray = self._connect()
-        workers: list[Any] = []
-        reader = None
+        self._actors = []
         try:
             cache = judge.cache
-            workers, reader = self._start(judge.describe(), str(cache.path) if cache is not None else None)
+            workers = self._start(judge.describe(), str(cache.path) if cache is not None else None)
             yield from self._deal(work, workers, judge)
         finally:
-            for handle in [*workers, *([reader] if reader is not None else [])]:
+            for handle in self._actors:
                 ray.kill(handle, no_restart=True)
             if started_ray:
                 ray.shutdown()
