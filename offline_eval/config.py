@@ -239,6 +239,12 @@ def _check_scaling(config: EvalConfig, source: str) -> None:
                           "parallel with concurrency instead")
     if config.ray_address is not None and not config.ray_address.strip():
         raise ConfigError(f"{source}: ray_address is empty (use 'auto' or HOST:PORT of a Ray cluster)")
+    if (config.ray_address or "").startswith("ray://"):
+        # Ray Client would run the driver's side (the cache, its reader) on the cluster's head, away
+        # from this machine's cache file.
+        raise ConfigError(f"{source}: ray_address {config.ray_address!r}: Ray Client (ray://) is not supported; "
+                          "run offline-eval on a node of the cluster (ray start --address HEAD:PORT) with "
+                          "ray_address 'auto'")
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:  # finds the package without importing it

@@ -193,6 +193,7 @@ def test_evaluate_unsupported_extension(workdir):
         (["--threads", "0"], ["'n_threads' must be at least 1"]),
         (["--workers", "0"], ["'workers' must be at least 1, not 0"]),
         (["--concurrency", "0"], ["'concurrency' must be at least 1, not 0"]),
+        (["--ray", "ray://head:10001"], ["Ray Client (ray://) is not supported", "ray_address 'auto'"]),
         (["--concurrency", "4"], ["concurrency 4 is for a judge server", "use workers"]),
         (["--workers", "2", "--judge-url", "http://127.0.0.1:1", "--judge-model", "m"],
          ["a judge server is used in parallel with concurrency"]),
