@@ -243,7 +243,7 @@ class RayExecutor:
         deaths = [0] * len(workers)
         attempts = [0] * len(work)
         running: dict[Any, tuple[int, int]] = {}  # object ref → (worker, sample position)
-        self.stats["resubmitted"] = 0
+        self.stats.update(resubmitted=0, calls_stored=0, seconds_storing=0.0)
         started = time.perf_counter()
         while todo or running:
             while todo and free:
@@ -254,6 +254,7 @@ class RayExecutor:
             ready, _ = ray.wait(list(running), num_returns=1, timeout=0.5)
             for ref in ready:
                 w, i = running.pop(ref)
+                self.in_flight.pop(w, None)
                 try:
                     judged, rows, identity = ray.get(ref)
                 except ray.exceptions.RayActorError:
@@ -277,13 +278,17 @@ class RayExecutor:
                 if identity != expected:
                     raise WorkerError(f"a restarted worker's judge differs from this process's: "
                                       f"{_mismatch(identity, expected)}")
+                storing = time.perf_counter()
                 if judge.cache is not None:
                     for key, row in rows.items():
                         judge.cache.put(key, **row)
+                self.stats["seconds_storing"] += time.perf_counter() - storing
+                self.stats["calls_stored"] += len(rows)
                 free.append(w)
                 yield i, judged
         self.in_flight = {}
         self.stats["seconds_judging"] = round(time.perf_counter() - started, 3)
+        self.stats["seconds_storing"] = round(self.stats["seconds_storing"], 3)
 
 
 def _cause(exc: Exception) -> str:

@@ -59,8 +59,8 @@ def timed_run(samples: Path, embedders: EmbedderSet, **settings) -> tuple[dict, 
         "judge_calls": timing["judge_calls"],
         "cache_hits": timing["cache_hits"],
         "first_sample_after_seconds": round(first[0] - started, 2) if first else None,
-        **{k: timing[k] for k in ("executor", "workers", "threads", "nodes", "resubmitted", "seconds_judging")
-           if k in timing},
+        **{k: timing[k] for k in ("executor", "workers", "threads", "nodes", "resubmitted", "seconds_judging",
+                                  "calls_stored", "seconds_storing") if k in timing},
     }
     return row, render_json(result.report)
 

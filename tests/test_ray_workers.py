@@ -20,7 +20,7 @@ from offline_eval.data import samples_from_records
 from offline_eval.judge.cache import JudgeCache
 from offline_eval.runner import SampleWork, WorkerError
 from offline_eval.ray_workers import RayExecutor, WorkerCache, deal_order, layout
-from tests.ray_common import EXAMPLE, TINY, report_bytes, tiny_run
+from tests.ray_common import EXAMPLE, TINY, partial_cache, report_bytes, tiny_run
 
 # ------------------------------------------------------------------ model-free
 
@@ -95,15 +95,10 @@ def test_two_workers_give_the_in_process_bytes_and_the_driver_fills_the_cache(lo
 
 @pytest.mark.slow
 def test_a_partial_cache_resumes_with_any_number_of_workers(local_ray, tiny_baseline, tmp_path):
-    expected, _ = tiny_baseline
-    cache = tmp_path / "c.sqlite"
-    records = [line for line in EXAMPLE.read_text("utf-8").splitlines() if line.strip()]
-    partial = tmp_path / "first-two.jsonl"
-    partial.write_text("\n".join(records[:2]) + "\n", encoding="utf-8")
-    tiny_run(cache, data=partial, workers=1, n_threads=2)  # a run stopped after two samples
-    stored = _rows(cache)
-    resumed = tiny_run(cache, workers=2, n_threads=1)
-    assert resumed.timing["cache_hits"] >= stored > 0
+    expected, baseline_cache = tiny_baseline
+    kept = partial_cache(baseline_cache, tmp_path / "c.sqlite")
+    resumed = tiny_run(tmp_path / "c.sqlite", workers=1, n_threads=2)
+    assert resumed.timing["cache_hits"] >= kept > 0 and resumed.timing["cache_hits"] < resumed.timing["judge_calls"]
     assert report_bytes(resumed) == report_bytes(expected)
 
 
@@ -113,7 +108,8 @@ def test_a_worker_killed_mid_sample_has_its_sample_rerun_and_nothing_is_lost(loc
     from offline_eval.runner import run
     from offline_eval.testing import hashing_embedders
 
-    expected, _ = tiny_baseline
+    expected, baseline_cache = tiny_baseline
+    partial_cache(baseline_cache, tmp_path / "c.sqlite")  # every sample has calls left to make
     config = make_config(**TINY, cache_path=tmp_path / "c.sqlite", workers=2, n_threads=1)
     executor = RayExecutor(config)
     killed = []
