@@ -97,6 +97,7 @@ def main() -> int:
             print(f"{name}: {settings}", file=sys.stderr, flush=True)
             rows[name], reports[name] = timed_run(samples, embedders, **base, **settings)
             rows[name]["threads_per_process"] = settings["n_threads"]
+            print(f"{name}: {json.dumps(rows[name])}", file=sys.stderr, flush=True)  # each figure as it comes
 
     identical = {name: reports[name] == reports["in-process"] for name in reports}
     figures = {
