@@ -186,7 +186,14 @@ def _threshold_help() -> str:
               "its prompt tokens (sent, and evaluated after prefix sharing) and expected output, and estimate "
               "the time from the judge's speed measured on this machine. Exit 0.")
 @click.option("--n-ctx", type=int, help="Judge context window in tokens.  [default: 8192]")
-@click.option("--threads", "n_threads", type=int, help="CPU threads for the judge.  [default: all cores]")
+@click.option("--threads", "n_threads", type=int, help="CPU threads for each judge process.  [default: all cores; "
+              "cores ÷ workers with --workers]")
+@click.option("--workers", type=int, help="Judge with N llama.cpp processes on Ray (pip install 'offline-eval[ray]'), "
+              "each with its own model and --threads threads; same report bytes.  [default: in this process]")
+@click.option("--ray", "ray_address", metavar="ADDRESS", help="Run the --workers on an existing Ray cluster ('auto', "
+              "HOST:PORT); every node needs offline-eval and the models.  [default: one worker per 2 CPUs]")
+@click.option("--concurrency", type=int, help="Requests in flight to a --judge-url server (not byte-deterministic).  "
+              "[default: 1]")
 @click.option("--gpu-layers", "n_gpu_layers", type=int, help="Layers to offload to a GPU (-1: all).  [default: 0]")
 @_metric_param_options
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary table.")
@@ -255,12 +262,13 @@ def _run_errors() -> Iterator[None]:
     from offline_eval.judge.cache import CacheError
     from offline_eval.judge.server import JudgeServerError
     from offline_eval.modelstore import ModelError
+    from offline_eval.runner import WorkerError
 
     try:
         yield
     except DatasetError as exc:
         raise InputError(f"invalid input:\n{exc}") from None
-    except (ConfigError, ModelError, CacheError, JudgeServerError, LabelsError) as exc:
+    except (ConfigError, ModelError, CacheError, JudgeServerError, LabelsError, WorkerError) as exc:
         raise InputError(str(exc)) from None
 
 

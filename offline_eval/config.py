@@ -43,8 +43,13 @@ class EvalConfig:
     seed: int = 0
     verdict_scoring: str = "probability"  # probability | hard (a yes/no verdict counts as the judge's P(yes))
     n_ctx: int = 8192
-    n_threads: int | None = None
+    n_threads: int | None = None  # per judge process: all cores in-process, cores ÷ workers with workers
     n_gpu_layers: int = 0
+    # Scaling out. workers: that many llama.cpp judge processes on Ray (this machine unless ray_address
+    # names a cluster: "auto", "HOST:PORT"). concurrency: requests in flight to a judge server.
+    workers: int | None = None
+    ray_address: str | None = None
+    concurrency: int = 1
     use_cache: bool = True
     cache_path: Path | None = None  # None: <home>/judge-cache.sqlite
     thresholds: dict[str, float] = field(default_factory=default_thresholds)
@@ -163,8 +168,8 @@ def _typed(name: str, value: Any, source: str) -> Any:
     return value
 
 
-_INT_FIELDS = {"seed", "n_ctx", "n_gpu_layers", "n_resamples"}
-_OPTIONAL_INT_FIELDS = {"n_threads"}
+_INT_FIELDS = {"seed", "n_ctx", "n_gpu_layers", "n_resamples", "concurrency"}
+_OPTIONAL_INT_FIELDS = {"n_threads", "workers"}
 _BOOL_FIELDS = {"use_cache", "verbose", "allow_empty"}
 _PATH_FIELDS = {"cache_path", "labels"}
 # The smallest value each integer setting can take and still give a run that means something (metric
@@ -176,7 +181,10 @@ _INT_RANGES = {
     "n_threads": (1, None),
     "n_gpu_layers": (-1, None),  # -1: every layer
     "n_resamples": (1, None),
+    "workers": (1, None),
+    "concurrency": (1, None),
 }
+RAY_INSTALL = "pip install 'offline-eval[ray]'"
 
 
 def apply_settings(config: EvalConfig, settings: dict, source: str) -> EvalConfig:
@@ -268,6 +276,31 @@ def validate(config: EvalConfig, source: str) -> None:
 
     if config.verdict_scoring not in VERDICT_SCORING:
         raise ConfigError(f"{source}: verdict_scoring must be 'hard' or 'probability', not {config.verdict_scoring!r}")
+    _check_scaling(config, source)
+
+
+def _check_scaling(config: EvalConfig, source: str) -> None:
+    """Workers (Ray) are llama.cpp processes; concurrency is requests in flight to a judge server."""
+    if config.workers is None and config.ray_address is None:
+        if config.concurrency > 1 and not config.judge_url:
+            raise ConfigError(f"{source}: concurrency {config.concurrency} is for a judge server (judge_url); "
+                              "the llama.cpp judge runs one call at a time per process: use workers")
+        return
+    if config.judge_url:
+        raise ConfigError(f"{source}: workers and ray_address run llama.cpp judges; a judge server is used in "
+                          "parallel with concurrency instead")
+    if config.ray_address is not None and not config.ray_address.strip():
+        raise ConfigError(f"{source}: ray_address is empty (use 'auto' or HOST:PORT of a Ray cluster)")
+    if (config.ray_address or "").startswith("ray://"):
+        # Ray Client would run the driver's side (the cache, its reader) on the cluster's head, away
+        # from this machine's cache file.
+        raise ConfigError(f"{source}: ray_address {config.ray_address!r}: Ray Client (ray://) is not supported; "
+                          "run offline-eval on a node of the cluster (ray start --address HEAD:PORT) with "
+                          "ray_address 'auto'")
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:  # finds the package without importing it
+        raise ConfigError(f"{source}: workers and ray_address need Ray, which is not installed: {RAY_INSTALL}")
 
 
 def check_complete(config: EvalConfig, source: str) -> None:

@@ -4,20 +4,25 @@
 loads the judge and the embedders (before any judging, so a missing model fails fast), evaluates and
 builds the report. ``evaluate_samples`` is the evaluation itself: each sample is judged by
 ``judge_sample``, which returns that sample's evidence and its own judge cost, so samples can be
-handed to any ``Executor`` (in this process by default, one after another, so that a sample's
-context-heavy calls reuse its evaluated context). Every call goes through the SQLite cache, so an
-interrupted run started again picks up where it stopped and ends with the same report.
+handed to any ``Executor``: this process, one sample after another, by default; threads over a judge
+server (``concurrency``); or llama.cpp workers on Ray (``workers``, ``ray_workers.py``). A sample's
+calls always run together, so its context-heavy calls reuse its evaluated context, and the results
+are assembled in dataset order. Every call goes through the SQLite cache, so an interrupted run
+started again picks up where it stopped and ends with the same report.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import queue
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,8 +37,6 @@ from offline_eval.metrics import REGISTRY, Evidence, Metric, Outcome, SampleCont
 from offline_eval.report import build_report, view
 from offline_eval.sample import Sample
 
-T = TypeVar("T")
-R = TypeVar("R")
 Data = str | Path | Iterable[Mapping[str, Any] | Sample]
 
 
@@ -87,17 +90,87 @@ def judge_sample(work: SampleWork, metrics: Sequence[Metric], judge: Judge) -> S
     return SampleJudged(evidence, dict(usage))
 
 
-class Executor(Protocol):
-    """Runs the per-sample work: ``fn`` over ``items``, results in the items' order as each is ready."""
+class WorkerError(RuntimeError):
+    """An executor's workers cannot judge this run (another llama.cpp build, all of them died...)."""
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]: ...
+
+class Executor(Protocol):
+    """Judges the samples: yields ``(position, result)`` for each sample as it is done, in any order.
+
+    ``judge`` is this process's judge; an executor that judges elsewhere still reports under its
+    identity. ``describe`` says how the run was spread, for timing.json (never the report: the same
+    samples give the same report however they were spread).
+    """
+
+    def judge(self, work: Sequence[SampleWork], metrics: Sequence[Metric],
+              judge: Judge) -> Iterator[tuple[int, SampleJudged]]: ...
+
+    def describe(self) -> dict[str, Any]: ...
 
 
 class InProcess:
     """The default executor: this process, one sample after another."""
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        return map(fn, items)
+    def judge(self, work: Sequence[SampleWork], metrics: Sequence[Metric],
+              judge: Judge) -> Iterator[tuple[int, SampleJudged]]:
+        for i, item in enumerate(work):
+            yield i, judge_sample(item, metrics, judge)
+
+    def describe(self) -> dict[str, Any]:
+        return {"executor": "in-process"}
+
+
+class Threads:
+    """``n`` samples at a time in threads of this process, over one judge that takes concurrent calls:
+    a judge server (``concurrency``), which then has ``n`` requests in flight. Daemon threads, so a
+    Ctrl-C leaves at once instead of waiting for the requests in flight."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def judge(self, work: Sequence[SampleWork], metrics: Sequence[Metric],
+              judge: Judge) -> Iterator[tuple[int, SampleJudged]]:
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(len(work)):
+            todo.put(i)
+        done: queue.SimpleQueue[tuple[int, SampleJudged | None, BaseException | None]] = queue.SimpleQueue()
+        stop = threading.Event()
+
+        def worker() -> None:
+            while not stop.is_set():
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((i, judge_sample(work[i], metrics, judge), None))
+                except BaseException as exc:  # handed to the caller, which raises it
+                    done.put((i, None, exc))
+
+        for _ in range(min(self.n, len(work))):
+            threading.Thread(target=worker, daemon=True, name="offline-eval-judge").start()
+        try:
+            for _ in range(len(work)):
+                i, judged, error = done.get()
+                if error is not None:
+                    raise error
+                yield i, judged
+        finally:
+            stop.set()
+
+    def describe(self) -> dict[str, Any]:
+        return {"executor": "threads", "concurrency": self.n}
+
+
+def executor_for(config: EvalConfig) -> Executor:
+    """The executor the settings ask for: Ray workers, threads over a judge server, or this process."""
+    if config.workers is not None or config.ray_address is not None:
+        from offline_eval.ray_workers import RayExecutor  # only here: the default run imports no Ray
+
+        return RayExecutor(config)
+    if config.concurrency > 1:
+        return Threads(config.concurrency)
+    return InProcess()
 
 
 # ------------------------------------------------------------------ the run
@@ -140,7 +213,8 @@ def run(
     labels file's form (``LabelsError``) are checked before any model loads; then the judge
     (``CacheError``, ``ModelError``, ``JudgeServerError``) and the embedders the metrics need. Labels
     that do not match the report's items raise ``LabelsError`` once it is built. ``say`` gets progress
-    messages, ``warn`` the records skipped.
+    messages, ``warn`` the records skipped. ``executor`` defaults to the one the settings ask for
+    (``executor_for``).
     """
     check_complete(config, source)
     labels = None
@@ -154,6 +228,7 @@ def run(
     check_against_data(config, loaded.samples, source)
     say(f"{len(loaded.samples)} samples from {data if isinstance(data, (str, Path)) else 'memory'} "
         f"({len(loaded.skipped)} skipped); metrics: {', '.join(config.metrics)}")
+    executor = executor or executor_for(config)
     judge = judge or load_judge(config, echo=say)
     embedders = embedders or EmbedderSet(config.embedder)
     if any(REGISTRY[name].needs_embedder for name in config.metrics):
@@ -191,17 +266,23 @@ def evaluate_samples(
     started = time.perf_counter()
     metrics = build_metrics(config)
     langs = [sample_language(s, config) for s in samples]
-    evidence: dict[str, list[Evidence]] = {m.name: [] for m in metrics}
     usage: dict[str, Usage] = defaultdict(Usage)
     work = [SampleWork(s, lang) for s, lang in zip(samples, langs)]
-    for done, judged in enumerate((executor or InProcess()).map(lambda w: judge_sample(w, metrics, judge), work), 1):
-        for name, found in judged.evidence.items():
-            evidence[name].append(found)
-        for name, cost in judged.usage.items():
-            usage[name].add(cost)
-        if on_progress:
-            on_progress(Progress(done, len(samples), sum(u.judge_calls for u in usage.values()),
-                                 sum(u.cache_hits for u in usage.values()), time.perf_counter() - started))
+    executor = executor or InProcess()
+    judged: list[SampleJudged | None] = [None] * len(work)
+    # Samples may finish in any order (workers); the report is assembled in dataset order.
+    with contextlib.closing(executor.judge(work, metrics, judge)) as results:
+        for done, (i, one) in enumerate(results, 1):
+            judged[i] = one
+            for name, cost in one.usage.items():
+                usage[name].add(cost)
+            if on_progress:
+                on_progress(Progress(done, len(samples), sum(u.judge_calls for u in usage.values()),
+                                     sum(u.cache_hits for u in usage.values()), time.perf_counter() - started))
+    missing = [work[i].sample.sample_id for i, one in enumerate(judged) if one is None]
+    if missing:
+        raise WorkerError(f"the executor returned no result for sample(s) {', '.join(map(str, missing))}")
+    evidence = {m.name: [one.evidence[m.name] for one in judged if one is not None] for m in metrics}
 
     outcomes: dict[str, list[Outcome]] = {m.name: m.score(samples, evidence[m.name], embedders.embed) for m in metrics}
     reported = {s for m in metrics for s in m.score_names()}
@@ -242,6 +323,7 @@ def evaluate_samples(
         "cache_hits": sum(u.cache_hits for u in usage.values()),
         "evaluated_prompt_tokens": sum(u.evaluated_tokens for u in usage.values()),
         "by_metric": {m: asdict(u) for m, u in sorted(usage.items())},
+        **executor.describe(),
     }
     return RunResult(report, timing)
 

@@ -72,8 +72,8 @@ step "llama.cpp for this machine (build profile $PROFILE)"
 stamp="$VENV/.offline-eval-installed"
 want=$(cat pyproject.toml "$CONSTRAINTS" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$VENV/bin/python" -c 'import offline_eval, llama_cpp' 2>/dev/null; then
-  step "installing offline-eval and its dependencies"
-  quietly "${PIP[@]}" install -c "$CONSTRAINTS" -e '.[test]'
+  step "installing offline-eval and its dependencies (with the [ray] extra: judge workers, and their tests)"
+  quietly "${PIP[@]}" install -c "$CONSTRAINTS" -e '.[test,ray]'
   echo "$want" > "$stamp"
 else
   step "offline-eval already installed in $VENV"

@@ -43,6 +43,16 @@ def embedders():
     return EmbedderSet()
 
 
+@pytest.fixture(scope="session")
+def tiny_baseline(tmp_path_factory):
+    """The example judged in this process by the tiny judge (``tests.ray_common``): the report bytes any
+    spread of the same run must give, and the cache it filled."""
+    from tests.ray_common import tiny_run
+
+    cache = tmp_path_factory.mktemp("tiny-baseline") / "cache.sqlite"
+    return tiny_run(cache), cache
+
+
 @pytest.fixture
 def isolated_home(tmp_path, monkeypatch):
     """A fresh offline-eval home (cache) that still finds the installed, verified models."""

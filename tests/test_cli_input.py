@@ -191,6 +191,12 @@ def test_evaluate_unsupported_extension(workdir):
         (["--n-questions", "0"], ["'n_questions' must be at least 1, not 0"]),
         (["--max-claims", "0"], ["'max_claims' must be at least 1"]),
         (["--threads", "0"], ["'n_threads' must be at least 1"]),
+        (["--workers", "0"], ["'workers' must be at least 1, not 0"]),
+        (["--concurrency", "0"], ["'concurrency' must be at least 1, not 0"]),
+        (["--ray", "ray://head:10001"], ["Ray Client (ray://) is not supported", "ray_address 'auto'"]),
+        (["--concurrency", "4"], ["concurrency 4 is for a judge server", "use workers"]),
+        (["--workers", "2", "--judge-url", "http://127.0.0.1:1", "--judge-model", "m"],
+         ["a judge server is used in parallel with concurrency"]),
         (["--metrics", ","], ["no metric to run"]),
         (["--category-threshold", "shipping:faithfulness=0.9"],
          ["category threshold for 'shipping'", "no sample has that category", "categories in the data: none"]),
@@ -268,3 +274,16 @@ def test_allow_empty_metric_flag_is_accepted(workdir):
     write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
     result = invoke("evaluate", "data.jsonl", "--allow-empty-metric", "--format", "json")
     assert "a model was loaded" in str(result.exception)
+
+
+def test_workers_without_ray_installed_is_one_line_naming_the_install(workdir, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed: find_spec says None
+    write_jsonl(workdir / "data.jsonl", [GOOD_RECORD])
+    for flags in (["--workers", "2"], ["--ray", "auto"]):
+        result = invoke("evaluate", "data.jsonl", *flags)
+        assert_bad_input(result, "need Ray, which is not installed: pip install 'offline-eval[ray]'")
+        assert len(result.output.strip().splitlines()) == 1
+    (workdir / "offline-eval.toml").write_text("workers = 2\n", encoding="utf-8")  # the same check for a file
+    assert_bad_input(invoke("evaluate", "data.jsonl"), "offline-eval.toml", "pip install 'offline-eval[ray]'")

@@ -152,3 +152,38 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert proc.returncode == 130
     assert "run the same command again to resume" in stderr
     assert "Traceback" not in stderr
+
+
+def test_ctrl_c_on_ray_workers_exits_130_and_the_run_resumes_in_process(cold_run, tmp_path):
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group, Ray's processes too) during a
+    --workers 2 run: exit 130 with the resume hint; the same run in one process then ends with the
+    in-process report's bytes, answered partly from what the workers computed."""
+    pytest.importorskip("ray")
+    base, _ = cold_run
+    home = tmp_path / "home"
+    cmd = _cmd(tmp_path / "partial") + ["--workers", "2", "--threads", "1"]
+    proc = subprocess.Popen(cmd, env=_env(home), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    cache = home / "judge-cache.sqlite"
+    deadline = time.time() + 300
+    stored = 0
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+        try:
+            if cache.exists():
+                stored = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0]
+        except sqlite3.Error:
+            continue
+        if stored >= 1:  # a sample is done: the driver stored its calls
+            break
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "run the same command again to resume" in stderr and "Traceback" not in stderr
+    assert "/6 samples" in stderr  # the progress lines, as in a single-process run
+
+    _run(tmp_path / "out", home)
+    timing = json.loads((tmp_path / "out" / "timing.json").read_text())
+    assert timing["executor"] == "in-process" and timing["cache_hits"] >= stored
+    assert (tmp_path / "out" / "report.json").read_bytes() == (base / "out" / "report.json").read_bytes()

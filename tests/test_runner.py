@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -15,7 +16,7 @@ from offline_eval.data import DatasetError
 from offline_eval.embed import EmbedderSet
 from offline_eval.judge.cache import JudgeCache
 from offline_eval.report.json_report import render_json
-from offline_eval.runner import InProcess, SampleWork, judge_sample, run
+from offline_eval.runner import InProcess, SampleWork, Threads, judge_sample, run
 from offline_eval.testing import FakeJudge, hashing_embedders
 from tests.conftest import REPO
 
@@ -82,19 +83,50 @@ def test_each_sample_returns_its_own_usage_and_any_executor_gives_the_same_repor
             with lock:  # the fake keeps a list of requests; a real worker would hold its own judge
                 return super().judge(request)
 
-    class Threads:
-        def map(self, fn, items):
-            with ThreadPoolExecutor(4) as pool:
-                return list(pool.map(fn, items))
+    class Reversed(InProcess):
+        """Finishes the samples last to first: the report must not care."""
+
+        def judge(self, work, metrics, judge):
+            for i in reversed(range(len(work))):
+                yield i, judge_sample(work[i], metrics, judge)
 
     progress = []
     base = runner.evaluate_samples(samples, config, judge=FakeJudge(answer), embedders=hashing_embedders(),
                                    executor=InProcess(), on_progress=progress.append)
-    threaded = runner.evaluate_samples(samples, config, judge=ThreadedJudge(answer), embedders=hashing_embedders(),
-                                       executor=Threads())
-    assert render_json(base.report) == render_json(threaded.report)
+    for executor, judge in ((Threads(4), ThreadedJudge(answer)), (Reversed(), FakeJudge(answer))):
+        other = runner.evaluate_samples(samples, config, judge=judge, embedders=hashing_embedders(),
+                                        executor=executor)
+        assert render_json(base.report) == render_json(other.report)
+        assert other.timing["judge_calls"] == base.timing["judge_calls"]
     assert [p.done for p in progress] == list(range(1, len(samples) + 1))
     assert progress[-1].judge_calls == base.timing["judge_calls"]
+    assert base.timing["executor"] == "in-process"
+
+
+def test_the_settings_choose_the_executor_and_a_default_run_imports_no_ray():
+    assert isinstance(runner.executor_for(EvalConfig()), InProcess)
+    threads = runner.executor_for(EvalConfig(judge_url="http://127.0.0.1:1", judge_model="m", concurrency=3))
+    assert isinstance(threads, Threads) and threads.describe() == {"executor": "threads", "concurrency": 3}
+    script = ("import sys\n"
+              "from offline_eval import evaluate\n"
+              "from offline_eval.testing import FakeJudge, hashing_embedders\n"
+              f"evaluate({str(EXAMPLE)!r}, judge_instance=FakeJudge(), embedders=hashing_embedders(), n_resamples=10)\n"
+              "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith(('ray.', 'offline_eval.ray'))))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_threads_stop_at_the_first_error_and_hand_it_over():
+    samples = runner.load_data(EXAMPLE).samples
+    metrics = runner.build_metrics(EvalConfig(metrics=("faithfulness",)))
+
+    class Broken(FakeJudge):
+        def judge(self, request):
+            raise RuntimeError("the server went away")
+
+    work = [SampleWork(s, "en") for s in samples]
+    with pytest.raises(RuntimeError, match="the server went away"):
+        list(Threads(2).judge(work, metrics, Broken(answer)))
 
 
 def test_run_checks_data_and_settings_before_loading_any_model(monkeypatch):

@@ -7,6 +7,10 @@ prompt and response, readable with any SQLite client.
 A cache that cannot be used (corrupt, read-only, in a folder that cannot be written) is refused when
 it is opened, before any model loads, with a ``CacheError`` naming the file. One that fails later in a
 run (a full disk) does not stop the run: the cache turns itself off and records why in ``problem``.
+
+One process writes a run's cache. Ray workers open it ``read_only`` (through a reader on the
+driver's machine) and hand what they computed back to the driver, which stores it; threads of one
+process (a judge server's requests in flight) share one connection under a lock.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,14 +50,25 @@ class CacheError(RuntimeError):
 
 
 class JudgeCache:
-    """A SQLite table of judge calls. Each store commits at once, so a killed run loses nothing done."""
+    """A SQLite table of judge calls. Each store commits at once, so a killed run loses nothing done.
 
-    def __init__(self, path: Path):
+    ``read_only``: look-ups only, from a cache another process writes (a Ray worker's view of the run's
+    cache); it is never created, changed or migrated.
+    """
+
+    def __init__(self, path: Path, *, read_only: bool = False):
         self.path = Path(path)
+        self.read_only = read_only
         self.problem: str | None = None  # set when the cache failed mid-run and turned itself off
+        self._lock = threading.Lock()
         try:
+            if read_only:
+                self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30,
+                                           check_same_thread=False)
+                self._db.execute("SELECT probabilities FROM judge_calls LIMIT 0")
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=30)
+            self._db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(judge_calls)")}
@@ -74,10 +90,11 @@ class JudgeCache:
         if self.problem:
             return None
         try:
-            row = self._db.execute(
-                "SELECT output, prompt_tokens, completion_tokens, seconds, probabilities FROM judge_calls "
-                "WHERE key = ?", (key,)
-            ).fetchone()
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT output, prompt_tokens, completion_tokens, seconds, probabilities FROM judge_calls "
+                    "WHERE key = ?", (key,)
+                ).fetchone()
         except sqlite3.Error as exc:
             self._failed(exc)
             return None
@@ -99,13 +116,16 @@ class JudgeCache:
     ) -> None:
         if self.problem:
             return
+        if self.read_only:
+            raise CacheError(f"{self.path}: opened read-only; the process that runs the evaluation stores calls")
         try:
-            self._db.execute(
-                "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, model_sha256, prompt, schema, json.dumps(params, sort_keys=True), output, prompt_tokens,
-                 completion_tokens, seconds, time.time(), json.dumps(probabilities or {}, sort_keys=True)),
-            )
-            self._db.commit()
+            with self._lock:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (key, model_sha256, prompt, schema, json.dumps(params, sort_keys=True), output, prompt_tokens,
+                     completion_tokens, seconds, time.time(), json.dumps(probabilities or {}, sort_keys=True)),
+                )
+                self._db.commit()
         except sqlite3.Error as exc:
             self._failed(exc)  # hours of judging are worth more than the cache: run on without it
 

@@ -30,7 +30,7 @@ def load_judge(config: EvalConfig, echo: Callable[[str], None] = lambda _: None)
         if not (config.judge_url and config.judge_model):  # checked here: the two may come from different layers
             raise JudgeServerError("a judge server needs both judge_url and judge_model (--judge-url URL "
                                    "--judge-model NAME)")
-        server = ServerJudge(config.judge_url, config.judge_model, n_ctx=config.n_ctx)
+        server = ServerJudge(config.judge_url, config.judge_model, n_ctx=config.n_ctx, concurrency=config.concurrency)
         echo(f"judge {server.name} at {server.url} (window {server.n_ctx} tokens; a server is not byte-deterministic)")
         return Judge(server, cache)
     from offline_eval.judge.llama import JudgeOptions, LlamaJudge

@@ -60,10 +60,11 @@ def check_local_url(url: str) -> urllib.parse.SplitResult:
 class ServerJudge:
     """The backend for an OpenAI-compatible chat-completions server on this machine or network."""
 
-    def __init__(self, url: str, model: str, *, n_ctx: int, timeout: float = 600.0):
+    def __init__(self, url: str, model: str, *, n_ctx: int, timeout: float = 600.0, concurrency: int = 1):
         check_local_url(url)
         self.url = url.rstrip("/").removesuffix("/v1")
         self.name = model
+        self.concurrency = concurrency  # requests the run keeps in flight (runner.Threads), for describe()
         self.sha256: str | None = None
         self.timeout = timeout
         # Never through a proxy: HTTP_PROXY would carry the samples off this network.
@@ -185,6 +186,8 @@ class ServerJudge:
 
     def describe(self) -> dict[str, Any]:
         slots = f"{self.slots} slots batch calls together and a" if self.slots and self.slots > 1 else "a"
+        in_flight = (f"{self.concurrency} requests in flight interleave in any order, "
+                     if self.concurrency > 1 else "")
         return {
             "backend": "openai-server",
             "name": self.name,
@@ -195,6 +198,7 @@ class ServerJudge:
             "response_format": self._format,
             "token_counts": "server" if self._tokenize else "upper bound (UTF-8 bytes)",
             "deterministic": False,
-            "determinism": f"not byte-deterministic: {slots} server reuses cached prompt prefixes, which changes "
-                           "the floating-point sums",
+            "determinism": f"not byte-deterministic: {in_flight}{slots} server reuses cached prompt prefixes, which "
+                           "changes the floating-point sums",
+            **({"concurrency": self.concurrency} if self.concurrency > 1 else {}),
         }

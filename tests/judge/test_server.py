@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -34,6 +35,9 @@ class Script:
         self.completions: list[dict] = []
         self.answer = lambda body: {"claim_1": "yes"}
         self.finish = "stop"
+        self.delay = 0.0  # seconds each completion takes
+        self.in_flight = self.most_in_flight = 0
+        self.lock = threading.Lock()
 
 
 def _handler(script: Script):
@@ -68,7 +72,13 @@ def _handler(script: Script):
                 if script.flavour == "llama-cpp-python" and fmt["type"] != "json_object":
                     self._send(422, {"detail": "response_format.type: Input should be 'text' or 'json_object'"})
                     return
-                script.completions.append(body)
+                with script.lock:
+                    script.completions.append(body)
+                    script.in_flight += 1
+                    script.most_in_flight = max(script.most_in_flight, script.in_flight)
+                time.sleep(script.delay)
+                with script.lock:
+                    script.in_flight -= 1
                 content = json.dumps(script.answer(body))
                 self._send(200, {"choices": [{"message": {"role": "assistant", "content": content},
                                               "finish_reason": script.finish}],
@@ -169,6 +179,34 @@ def test_a_whole_evaluation_through_the_server(server, tmp_path):
     assert report.samples[0]["scores"]["faithfulness"] == 1.0
     assert report.samples[0]["details"]["faithfulness"]["findings"][0]["probability"] is None
     assert report.data["run"]["judge"]["deterministic"] is False
+
+
+def test_concurrency_keeps_requests_in_flight_and_the_report_says_it_is_not_deterministic(server, tmp_path):
+    def answer(body):
+        props = body["response_format"]["json_schema"]["schema"]["properties"]
+        if "claims" in props:
+            return {"claims": ["Cats purr."]}
+        return {key: "yes" for key in props}
+
+    server.answer, server.delay = answer, 0.05
+    records = [{"question": f"Do cats purr? ({i})", "contexts": [f"Cats purr. Fact {i}."], "answer": "Cats purr."}
+               for i in range(8)]
+
+    def run(concurrency: int, cache: str):
+        return evaluate(records, judge_url=server.url, judge_model="tiny.gguf", metrics=("faithfulness",),
+                        cache_path=tmp_path / cache, embedders=hashing_embedders(), n_resamples=50,
+                        concurrency=concurrency)
+
+    one = run(1, "one.sqlite")
+    assert server.most_in_flight == 1
+    server.most_in_flight = 0
+    four = run(4, "four.sqlite")
+    assert server.most_in_flight == 4 and four.timing["executor"] == "threads"
+    assert four.samples == one.samples and four.aggregate == one.aggregate  # a scripted server is deterministic
+    judge = four.data["run"]["judge"]
+    assert judge["deterministic"] is False and judge["concurrency"] == 4
+    assert judge["determinism"].startswith("not byte-deterministic: 4 requests in flight")
+    assert "concurrency" not in one.data["run"]["judge"]
 
 
 @pytest.mark.parametrize("url", ["http://8.8.8.8:8080", "http://[2001:4860::8888]:80", "ftp://127.0.0.1/",
