@@ -8,7 +8,7 @@ no other file naming it.
 Judge: one call per sample and criterion. The judge sees the question and the answer and, when the
 criterion asks for it (``context = true``), the retrieved context, then the user's question, and says
 "yes" or "no". Without the context the question and the answer are the shared prefix (answer
-relevancy's call evaluates it already); with it, the context is (faithfulness's). Score = the judge's P(yes) under probability
+relevancy's judge form evaluates it too); with it, the context is (faithfulness's). Score = the judge's P(yes) under probability
 scoring, 1 or 0 under hard scoring. A context longer than the judge's window is judged window by
 window, and the criterion is met if any window meets it (as a claim is supported if any window
 supports it). An empty answer is not computable.

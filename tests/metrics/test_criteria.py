@@ -59,11 +59,11 @@ def test_hard_scoring_counts_the_verdict():
     assert report["samples"][0]["details"]["cites"]["findings"][0]["verdict"] == "not met"
 
 
-def test_without_context_the_question_and_answer_are_the_shared_prefix_as_for_answer_relevancy():
+def test_without_context_the_question_and_answer_are_the_shared_prefix_as_for_judged_relevancy():
     judge = criterion_judge()
-    run([sample("s")], judge, "answer_relevancy", criteria={"cites": CITES})
+    run([sample("s")], judge, "answer_relevancy_judge", criteria={"cites": CITES})
     (asked,) = [r for r in judge.requests if r.metric == "cites"]
-    relevancy = [r for r in judge.requests if r.metric == "answer_relevancy"]
+    relevancy = [r for r in judge.requests if r.metric == "answer_relevancy_judge"]
     assert asked.shared == question_answer_block(QUESTION, ANSWER, "en") == relevancy[0].shared
     assert asked.task.endswith(CITES) and CONTEXT not in asked.task + asked.shared
 
