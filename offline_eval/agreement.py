@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,18 @@ def _binary_stats(s: np.ndarray, y: np.ndarray, w: np.ndarray, threshold: float,
             stats.cohen_kappa(y, pred), _interval(stats.cohen_kappa_weighted(y, pred, w), level)
         ),
     }
+
+
+def binary_agreement(scores: Sequence[float], labels: Sequence[int], *, fixed_threshold: float = 0.5,
+                     n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+    """Agreement of item scores with 0/1 labels, for items that are not a report's samples (a chunk of a
+    sample, say): ``{"n", "n_positive", "n_negative", "stats"}`` with the binary statistics of
+    :func:`agreement`."""
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels, dtype=float) == 1.0
+    w = stats.resample_counts(len(s), n_resamples=n_resamples, seed=seed)
+    return {"n": len(s), "n_positive": int(y.sum()), "n_negative": int((~y).sum()),
+            "stats": _binary_stats(s, y, w, fixed_threshold, level)}
 
 
 def _graded_stats(s: np.ndarray, y: np.ndarray, w: np.ndarray, level: float) -> dict:

@@ -40,18 +40,30 @@ def claim_budget(text: str, max_claims: int) -> int:
     return max(1, min(max_claims, len(clauses)))
 
 
-def _content_units(text: str) -> set[str]:
-    """Lower-cased content words and numbers, plus Chinese character bigrams."""
-    lowered = text.lower()
-    units = {w for w in _WORD.findall(lowered) if w not in _STOP}
+_SUFFIX = re.compile(r"(?<=[a-z]{3})(?:ing|ed|es|s)$")
+
+
+def _word_units(text: str) -> set[str]:
+    """Lower-cased content words and numbers, crudely stemmed ("means" and "mean" are one unit)."""
+    return {_SUFFIX.sub("", w) for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def _bigram_units(text: str) -> set[str]:
+    """Chinese character bigrams."""
     cjk = "".join(_CJK.findall(text))
-    units |= {cjk[i : i + 2] for i in range(len(cjk) - 1)}
-    return units
+    return {cjk[i : i + 2] for i in range(len(cjk) - 1)}
 
 
-def grounded(claim: str, source: str, *, question: str = "", min_overlap: float = 0.5) -> bool:
-    """True when at least ``min_overlap`` of the claim's content units occur in ``source`` or ``question``,
-    and at least one occurs in ``source``.
+def _content_units(text: str) -> set[str]:
+    """Content words and numbers, plus Chinese character bigrams."""
+    return _word_units(text) | _bigram_units(text)
+
+
+def grounded(claim: str, source: str, *, question: str = "", min_overlap: float = 2 / 3,
+             min_bigram_overlap: float = 0.5) -> bool:
+    """True when at least ``min_overlap`` of the claim's content words (``min_bigram_overlap`` of its
+    Chinese character bigrams) occur in ``source`` or ``question``, and at least one unit occurs in
+    ``source``.
 
     Paraphrase keeps most content words (names, numbers, nouns); an invented fact brings new ones.
     The question counts because claims are asked to stand alone: the reference "Okta, Azure AD and
@@ -60,13 +72,25 @@ def grounded(claim: str, source: str, *, question: str = "", min_overlap: float 
     the question and states nothing from the text: dropped. So is a claim about the text ("The answer
     says ..."), unless the text itself talks that way; and a claim with no content unit at all
     ("e", "It is so."): the fast judge, on ARES dev, split an answer into the "claims" "e", "l", "i".
+
+    Two thirds of the words, not half: the 1.5B judge turned the answer "HTTP 404 means internal
+    server error" into the claim "HTTP 404 means the server cannot find the requested resource" —
+    the right fact from its own knowledge, in place of the answer's wrong one, which half the words
+    let through (and the context then "supported"). Bigrams keep the lower bar: a Chinese paraphrase
+    that reorders characters breaks bigrams that a reworded English claim keeps as words.
     """
-    units = _content_units(claim)
-    if not units or (_META.search(claim) and not _META.search(source)):
+    if not _content_units(claim) or (_META.search(claim) and not _META.search(source)):
         return False
-    in_source = units & _content_units(source)
-    present = in_source | (units & _content_units(question))
-    return bool(in_source) and len(present) / len(units) >= min_overlap
+    anchored = False
+    for units_of, bar in ((_word_units, min_overlap), (_bigram_units, min_bigram_overlap)):
+        units = units_of(claim)
+        if not units:
+            continue
+        in_source = units & units_of(source)
+        anchored = anchored or bool(in_source)
+        if len(in_source | (units & units_of(question))) / len(units) < bar:
+            return False
+    return anchored
 
 
 # A sentence ends at . ! ? (followed by a space or the end; "3.5" and "e.g." do not end one), at a
@@ -89,18 +113,23 @@ def sentences(text: str) -> list[str]:
     return [p for p in parts if _content_units(p)]
 
 
-def uncovered_sentences(text_sentences: list[str], claims: list[str], min_coverage: float = 0.5) -> list[int]:
+def uncovered_sentences(text_sentences: list[str], claims: list[str], *, question: str = "",
+                        min_coverage: float = 0.5) -> list[int]:
     """Positions of the sentences whose content the claims do not cover.
 
-    A sentence is covered when at least ``min_coverage`` of its content units appear in the claims
-    taken together. A small judge asked to split a ten-sentence answer into claims returned about
-    five and left whole sentences out — the hallucinated one among them, which then could never be
-    caught. Such a sentence is checked as it stands.
+    A sentence is covered when at least ``min_coverage`` of its content units that are not the
+    question's appear in the claims taken together. A small judge asked to split a ten-sentence answer
+    into claims returned about five and left whole sentences out — the hallucinated one among them,
+    which then could never be caught. Such a sentence is checked as it stands. The question's words
+    do not count towards coverage: a claim that keeps "HTTP 404 means" from the question and swaps
+    "internal server error" for another fact has not covered that sentence.
     """
     claimed = set().union(*(_content_units(c) for c in claims)) if claims else set()
+    asked = _content_units(question)
     out = []
     for i, sentence in enumerate(text_sentences):
         units = _content_units(sentence)
+        units = (units - asked) or units
         if units and len(units & claimed) / len(units) < min_coverage:
             out.append(i)
     return out

@@ -112,9 +112,10 @@ def _metric_param_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _metrics_help() -> str:
-    from offline_eval.metrics import metric_names
+    from offline_eval.metrics import default_metrics, metric_names
 
-    return f"Comma-separated subset of: {', '.join(metric_names())}.  [default: all]"
+    extra = [name for name in metric_names() if name not in default_metrics()]
+    return f"Comma-separated list of: {', '.join(default_metrics())} (the default), {', '.join(extra)}."
 
 
 def _threshold_help() -> str:
@@ -147,8 +148,12 @@ def _threshold_help() -> str:
 @click.option("--threshold", "thresholds", multiple=True, metavar="METRIC=VALUE", help=_threshold_help())
 @click.option("--category-threshold", "category_thresholds", multiple=True, metavar="CATEGORY:METRIC=VALUE",
               help="Gate one category on its own threshold; repeatable.")
-@click.option("--gate-on", type=click.Choice(["mean", "lower"]), help="Gate on the mean or on the 95% interval's "
-              "lower bound (needs at least 2 computable samples).  [default: mean]")
+@click.option("--gate-on", type=click.Choice(["mean", "lower", "ppi"]), help="Gate on the mean, on the 95% "
+              "interval's lower bound (needs at least 2 computable samples), or on the PPI-corrected mean from "
+              "reviewed labels (needs --labels).  [default: mean]")
+@click.option("--labels", type=click.Path(dir_okay=False, path_type=Path), help="Reviewed items (labels.jsonl "
+              "exported from report.html's review mode): every report shows the judge's error rate and each "
+              "metric's prediction-powered (PPI) mean beside the judge's.")
 @click.option("--allow-empty-metric", "allow_empty", is_flag=True, help="Skip, instead of failing, a gated metric "
               "that no sample could be scored on (config: allow_empty = true).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
@@ -181,6 +186,8 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
 
     \b
     A gated metric that no sample could be scored on fails the gate (--allow-empty-metric skips it).
+    With --labels, labels that do not match the report's items are an error (exit 2) naming the file,
+    the line and the field.
 
     \b
     Exit codes: 0 gate passed, 1 gate failed, 2 bad input or usage.
@@ -244,6 +251,7 @@ def _interrupt_flag() -> Iterator[threading.Event]:
 def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...], skip_invalid: bool,
                     quiet: bool) -> None:
     from offline_eval import console
+    from offline_eval.agreement import LabelsError
     from offline_eval.config import ConfigError
     from offline_eval.data import DatasetError
     from offline_eval.judge.cache import CacheError
@@ -267,7 +275,7 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
                          source="command line")
     except DatasetError as exc:
         raise InputError(f"invalid input:\n{exc}") from None
-    except (ConfigError, ModelError, CacheError, JudgeServerError, WorkerError) as exc:
+    except (ConfigError, ModelError, CacheError, JudgeServerError, LabelsError, WorkerError) as exc:
         raise InputError(str(exc)) from None
     except KeyboardInterrupt:
         click.echo(f"\n{INTERRUPTED}", err=True)

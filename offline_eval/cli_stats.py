@@ -135,15 +135,16 @@ def _parse_maps(maps: tuple[str, ...]) -> dict[str, str]:
     "labels_path",
     required=True,
     metavar="FILE",
-    help="Human labels: JSON Lines or CSV with a sample_id column.",
+    help="Human labels: labels.jsonl exported from report.html (one row per reviewed item), or, with --map, "
+    "JSON Lines or CSV with a sample_id column and label fields.",
 )
 @click.option(
     "--map",
     "maps",
     multiple=True,
-    required=True,
     metavar="METRIC=LABEL_FIELD",
-    help="Which label field judges which metric; repeat for several.",
+    help="Per-sample labels: which label field judges which metric; repeat for several. Without --map the "
+    "labels are per-item (report.html's export).",
 )
 @click.option(
     "--threshold",
@@ -169,12 +170,17 @@ def agreement_cmd(
 ) -> None:
     """Measure how well the judge's scores in REPORT agree with human labels.
 
-    Binary labels (0/1, true/false, yes/no): balanced accuracy at the best and at a fixed
-    threshold, ROC AUC and Cohen's kappa. Graded labels (e.g. 1-5): Spearman and Kendall tau-b.
-    Each with a 95% bootstrap interval. Prints markdown to stdout.
+    Per-item labels (labels.jsonl, exported from report.html's review mode): the judge's error
+    rate per metric and kind (verdict / score) with a 95% Wilson interval, and Cohen's kappa of its
+    verdicts; with --ppi, each metric's prediction-powered mean beside the judge's.
+
+    Per-sample labels (--map METRIC=FIELD): binary labels (0/1, true/false, yes/no) get balanced
+    accuracy at the best and at a fixed threshold, ROC AUC and Cohen's kappa; graded labels (e.g.
+    1-5) Spearman and Kendall tau-b; each with a 95% bootstrap interval. Prints markdown to stdout.
 
     \b
-    Example:
+    Examples:
+      offline-eval agreement out/report.json --labels labels.jsonl --ppi
       offline-eval agreement report.json --labels labels.csv --map faithfulness=faithful
 
     \b
@@ -192,6 +198,9 @@ def agreement_cmd(
 
     if not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
+    if not maps:
+        _item_agreement(report, labels_path, with_ppi, json_path)
+        return
     mapping = _parse_maps(maps)
     report_data = _load_report(report)
     try:
@@ -209,3 +218,24 @@ def agreement_cmd(
     result["report_path"] = report
     result["labels_path"] = labels_path
     _emit(result, render_agreement_markdown(result), json_path)
+
+
+def _item_agreement(report: str, labels_path: str, with_ppi: bool, json_path: str | None) -> None:
+    """``agreement`` over per-item labels (report.html's export)."""
+    from offline_eval.review import LabelsError, item_agreement, load_item_labels, render_item_agreement_markdown
+
+    report_data = _load_report(report)
+    try:
+        labels = load_item_labels(labels_path)
+    except LabelsError as exc:
+        message = _one_line(exc)
+        if "field 'item': missing" in message:
+            message += " (per-sample label fields need --map METRIC=LABEL_FIELD)"
+        raise InputError(message) from None
+    try:
+        result = item_agreement(report_data, labels, include_ppi=with_ppi)
+    except LabelsError as exc:
+        raise InputError(_one_line(exc)) from None
+    result["report_path"] = report
+    result["labels_path"] = labels_path
+    _emit(result, render_item_agreement_markdown(result), json_path)

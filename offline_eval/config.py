@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offline_eval.metrics import default_thresholds, metric_names, param_fields, score_specs
+from offline_eval.metrics import default_metrics, default_thresholds, metric_names, param_fields, score_specs
 from offline_eval.metrics.base import VERDICT_SCORING, Metric
 
 
 @dataclass
 class EvalConfig:
-    metrics: tuple[str, ...] = field(default_factory=metric_names)  # every registered metric
+    metrics: tuple[str, ...] = field(default_factory=default_metrics)  # the registered metrics on by default
     judge: str = "qwen2.5-coder-1.5b"
     judge_url: str | None = None  # an OpenAI-compatible server on this network instead of llama.cpp
     judge_model: str | None = None  # the model name to ask that server for
@@ -38,7 +38,8 @@ class EvalConfig:
     cache_path: Path | None = None  # None: <home>/judge-cache.sqlite
     thresholds: dict[str, float] = field(default_factory=default_thresholds)
     category_thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
-    gate_on: str = "mean"  # mean | lower (the bootstrap interval's lower bound)
+    gate_on: str = "mean"  # mean | lower (the bootstrap interval's lower bound) | ppi (needs labels)
+    labels: Path | None = None  # reviewed items (labels.jsonl from report.html): PPI-corrected means
     allow_empty: bool = False  # a gated metric with no computable sample is skipped instead of failing
     n_resamples: int = 2000
     verbose: bool = False
@@ -147,7 +148,7 @@ def _typed(name: str, value: Any, source: str) -> Any:
 _INT_FIELDS = {"seed", "n_ctx", "n_gpu_layers", "n_resamples", "concurrency"}
 _OPTIONAL_INT_FIELDS = {"n_threads", "workers"}
 _BOOL_FIELDS = {"use_cache", "verbose", "allow_empty"}
-_PATH_FIELDS = {"cache_path"}
+_PATH_FIELDS = {"cache_path", "labels"}
 # The smallest value each integer setting can take and still give a run that means something (metric
 # parameters carry their own floor). seed: llama.cpp takes a 32-bit unsigned seed; n_ctx: the prompts
 # alone need a few hundred tokens.
@@ -220,8 +221,9 @@ def validate(config: EvalConfig, source: str) -> None:
                 raise ConfigError(f"{source}: threshold {scope}{metric}={value} is outside [0, 1]")
     if config.language not in ("auto", "en", "zh"):
         raise ConfigError(f"{source}: language must be auto, en or zh, not {config.language!r}")
-    if config.gate_on not in ("mean", "lower"):
-        raise ConfigError(f"{source}: gate_on must be 'mean' or 'lower', not {config.gate_on!r}")
+    if config.gate_on not in ("mean", "lower", "ppi"):
+        raise ConfigError(f"{source}: gate_on must be 'mean', 'lower' or 'ppi', not {config.gate_on!r}")
+
     if config.verdict_scoring not in VERDICT_SCORING:
         raise ConfigError(f"{source}: verdict_scoring must be 'hard' or 'probability', not {config.verdict_scoring!r}")
     _check_scaling(config, source)
@@ -249,6 +251,14 @@ def _check_scaling(config: EvalConfig, source: str) -> None:
 
     if importlib.util.find_spec("ray") is None:  # finds the package without importing it
         raise ConfigError(f"{source}: workers and ray_address need Ray, which is not installed: {RAY_INSTALL}")
+
+
+def check_complete(config: EvalConfig, source: str) -> None:
+    """Settings that only make sense together, checked once every source is applied (a file may set
+    gate_on and a flag the labels)."""
+    if config.gate_on == "ppi" and config.labels is None:
+        raise ConfigError(f"{source}: gate_on 'ppi' gates on the PPI-corrected mean, which needs reviewed "
+                          "labels: pass --labels FILE (labels.jsonl exported from report.html)")
 
 
 def check_against_data(config: EvalConfig, samples: Sequence[Any], source: str) -> None:

@@ -48,24 +48,38 @@ def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
+def _ci(stat) -> str:
+    low, high = stat.get("ci_low"), stat.get("ci_high")
+    return "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
 def summary(report: dict[str, Any], timing: dict[str, Any] | None = None) -> str:
     """The end-of-run table: each score's mean, interval, counts, threshold and status; then the verdict."""
     checks = {c["metric"]: c for c in view.gate_checks(report) if c.get("category") is None}
-    head = f"{'metric':<24} {'mean':>6} {'95% CI':>15} {'n':>4} {'n/c':>4} {'thresh':>6}  status"
+    ppi = view.has_ppi(report)
+    extra = f" {'PPI':>6} {'PPI 95% CI':>15} {'rev':>4}" if ppi else ""
+    head = f"{'metric':<24} {'mean':>6} {'95% CI':>15}{extra} {'n':>4} {'n/c':>4} {'thresh':>6}  status"
     lines = [head, "-" * len(head)]
     for metric, agg in view.aggregate_of(report).items():
         check = checks.get(metric)
-        ci = "—" if agg["ci_low"] is None else f"[{agg['ci_low']:.3f}, {agg['ci_high']:.3f}]"
-        lines.append(f"{metric:<24} {_num(agg['mean']):>6} {ci:>15} {agg['n']:>4} {agg['n_not_computable']:>4} "
-                     f"{_num(check['threshold']) if check else '':>6}  {check['status'] if check else ''}")
+        cells = ""
+        if ppi:
+            corrected = view.ppi_for(report, metric)
+            cells = f" {_num(corrected.get('value')):>6} {_ci(corrected):>15} {corrected.get('n_labelled', 0):>4}"
+        lines.append(f"{metric:<24} {_num(agg['mean']):>6} {_ci(agg):>15}{cells} {agg['n']:>4} "
+                     f"{agg['n_not_computable']:>4} {_num(check['threshold']) if check else '':>6}  "
+                     f"{check['status'] if check else ''}")
     lines.append("")
+    if ppi:
+        lines += [f"PPI: the judge's mean corrected by {view.review_summary(report)}", ""]
     for check in view.gate_checks(report):
         where = f" [{check['category']}]" if check.get("category") else ""
         if check["status"] == "failed":
             lines.append(f"FAILED {check['metric']}{where}: {describe_failure(check)}")
         elif check["status"] == "skipped":
             lines.append(f"skipped {check['metric']}{where}: {check['reason']}")
-    on = "the 95% interval's lower bound" if view.gate_value_label(report) != "mean" else "the mean"
+    on = {"mean": "the mean", "95% CI lower bound": "the 95% interval's lower bound"}.get(
+        view.gate_value_label(report), "the PPI-corrected mean")
     lines.append(f"gate {'PASSED' if view.passed(report) else 'FAILED'} (judged on {on})")
     determinism = view.judge_determinism(report)
     if determinism:

@@ -46,9 +46,14 @@ def empty_reason(samples: Sequence[Mapping[str, Any]], score: str) -> str:
 def _check(metric: str, category: str | None, stats: dict[str, Any] | None, threshold: float, gate_on: str,
            allow_empty: bool, samples: Sequence[Mapping[str, Any]]) -> dict:
     n = int((stats or {}).get("n") or 0)
-    value = (stats or {}).get("ci_low" if gate_on == "lower" else "mean")
+    ppi = (stats or {}).get("ppi") or {}
+    value = ppi.get("value") if gate_on == "ppi" else (stats or {}).get("ci_low" if gate_on == "lower" else "mean")
     check: dict[str, Any] = {"metric": metric, "category": category, "threshold": threshold, "value": value}
-    if not n or value is None:
+    if n and gate_on == "ppi" and value is None:
+        # Gating on the corrected mean with no review of this metric must not fall back to the judge's mean.
+        why = ppi.get("note") or "no labels were given: review samples in report.html, pass the export with --labels"
+        check.update(status="failed", reason=f"no PPI-corrected mean ({why})")
+    elif not n or value is None:
         # Nothing scored is not a pass: a broken judge or a missing field must not turn CI green.
         reason = f"no computable sample ({empty_reason(samples, metric)})"
         if allow_empty:
@@ -80,7 +85,9 @@ def apply_gate(
     """Gate on the overall aggregates, and on categories that have their own thresholds.
 
     ``gate_on='lower'`` judges the 95% interval's lower bound instead of the mean: the gate passes
-    only when the metric is above the threshold with confidence, which needs n ≥ 2. Values are
+    only when the metric is above the threshold with confidence, which needs n ≥ 2. ``gate_on='ppi'``
+    judges the prediction-powered mean from reviewed items (each aggregate's ``ppi.value``,
+    ``offline_eval.review``); a metric without one fails. Values are
     compared at the precision they are reported at (``REPORTED_DIGITS``). A metric that was not run
     is not checked; a gated metric with no computable sample fails, with the samples' reasons
     (``samples``, the report's rows), unless ``allow_empty``: then it is skipped, and says so.

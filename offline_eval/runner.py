@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from offline_eval import __version__
-from offline_eval.config import EvalConfig, check_against_data
+from offline_eval.config import EvalConfig, check_against_data, check_complete
 from offline_eval.data import LoadResult, load_samples, samples_from_records
 from offline_eval.embed import EmbedderSet
 from offline_eval.judge import Judge, Usage
@@ -207,11 +207,19 @@ def run(
 ) -> RunResult:
     """Load, check, judge, score and report: the whole evaluation, for the CLI and the Python API.
 
-    The data (``DatasetError``) and the settings against it (``ConfigError``, naming ``source``) are
-    checked before any model loads; then the judge (``CacheError``, ``ModelError``,
-    ``JudgeServerError``) and the embedders the metrics need. ``say`` gets progress messages, ``warn``
-    the records skipped. ``executor`` defaults to the one the settings ask for (``executor_for``).
+    The data (``DatasetError``), the settings against it (``ConfigError``, naming ``source``) and the
+    labels file's form (``LabelsError``) are checked before any model loads; then the judge
+    (``CacheError``, ``ModelError``, ``JudgeServerError``) and the embedders the metrics need. Labels
+    that do not match the report's items raise ``LabelsError`` once it is built. ``say`` gets progress
+    messages, ``warn`` the records skipped. ``executor`` defaults to the one the settings ask for
+    (``executor_for``).
     """
+    check_complete(config, source)
+    labels = None
+    if config.labels is not None:
+        from offline_eval.review import load_item_labels
+
+        labels = load_item_labels(config.labels)  # LabelsError (file, line, field) before any judging
     loaded = load_data(data, skip_invalid=skip_invalid)
     for skipped in loaded.skipped:
         warn(f"skipping {skipped.location}: {'; '.join(skipped.problems)}")
@@ -231,7 +239,7 @@ def run(
     result = evaluate_samples(
         loaded.samples, config, judge=judge, embedders=embedders, data_info=info,
         skipped_records=[{"location": s.location, "problems": list(s.problems)} for s in loaded.skipped],
-        on_progress=on_progress, executor=executor,
+        on_progress=on_progress, executor=executor, labels=labels,
     )
     problem = getattr(judge.cache, "problem", None)
     if problem:
@@ -249,8 +257,10 @@ def evaluate_samples(
     skipped_records: list[dict[str, Any]] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     executor: Executor | None = None,
+    labels: Any = None,
 ) -> RunResult:
-    """Score every sample with every configured metric and build the report."""
+    """Score every sample with every configured metric and build the report (with ``labels``, an
+    ``offline_eval.review.LabelFile``, the PPI-corrected means too)."""
     started = time.perf_counter()
     metrics = build_metrics(config)
     langs = [sample_language(s, config) for s in samples]
@@ -300,7 +310,7 @@ def evaluate_samples(
     report = build_report(run=run_info, samples=rows, score_names=score_names, thresholds=config.thresholds,
                           category_thresholds=config.category_thresholds, gate_on=config.gate_on,
                           n_resamples=config.n_resamples, seed=config.seed, skipped_records=skipped_records,
-                          allow_empty=config.allow_empty)
+                          allow_empty=config.allow_empty, labels=labels)
     elapsed = time.perf_counter() - started
     timing = {
         "seconds": round(elapsed, 3),
@@ -336,6 +346,7 @@ def _sample_row(i: int, sample: Sample, lang: str, metrics: Sequence[Metric],
         "answer": sample.answer,
         "reference_answer": sample.reference_answer,
         "n_contexts": len(sample.contexts),
+        "contexts": list(sample.contexts),  # what a reviewer checks a claim against, in report.html
         "scores": scores,
         "not_computable": not_computable,
         "details": details,

@@ -54,7 +54,7 @@ def fraction_true(verdicts: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, n
 
 def average_precision(relevant: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rank-aware context precision: AP = Σ_k precision@k · v_k ÷ Σ_k v_k, rank 1 in column 0, with
-    precision@k = mean(v_1..v_k). ``relevant`` may be soft (P(useful) per chunk): the same formula.
+    precision@k = mean(v_1..v_k). ``relevant`` may be soft (P(relevant) per chunk): the same formula.
 
     A row with chunks but none relevant scores 0; a row with no chunks is not computable.
     """

@@ -67,6 +67,7 @@ __all__ = [
     "paired_bootstrap_ci",
     "percentile_interval",
     "ppi_mean_ci",
+    "proportion_ci",
     "resample_counts",
     "roc_auc",
     "roc_auc_weighted",
@@ -753,6 +754,31 @@ def mean_t_ci(
         return mean, None, None
     half = t_quantile(level, v.size - 1) * math.sqrt(float(v.var(ddof=1)) / v.size)
     return mean, mean - half, mean + half
+
+
+def proportion_ci(
+    k: int, n: int, *, level: float = 0.95
+) -> tuple[float | None, float | None, float | None]:
+    """A share ``k / n`` with its Wilson score interval (Wilson, 1927): the judge's error rate on ``n``
+    reviewed items of which ``k`` were wrong.
+
+    Not the normal "p +/- z sqrt(p(1-p)/n)": with few items, or no error at all, that interval shrinks
+    to nothing (0 of 5 wrong would read [0, 0]); Wilson's stays inside [0, 1] and honest,
+    0 of 5 giving [0, 0.434]::
+
+        centre = (k + z^2/2) / (n + z^2),  half = z / (n + z^2) * sqrt(k (n - k) / n + z^2 / 4)
+
+    Returns ``(k / n, low, high)``; ``(None, None, None)`` for ``n = 0``.
+    """
+    if isinstance(k, bool) or isinstance(n, bool) or int(k) != k or int(n) != n or not 0 <= k <= n:
+        raise ValueError(f"expected whole numbers 0 <= k <= n, got k={k!r}, n={n!r}")
+    if n == 0:
+        return None, None, None
+    z = _z(level)
+    z2 = z * z
+    centre = (k + z2 / 2) / (n + z2)
+    half = z / (n + z2) * math.sqrt(k * (n - k) / n + z2 / 4)
+    return k / n, max(0.0, centre - half), min(1.0, centre + half)
 
 
 def ppi_mean_ci(

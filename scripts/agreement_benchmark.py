@@ -22,12 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_adapters  # noqa: E402
 
 from offline_eval import evaluate  # noqa: E402
-from offline_eval.agreement import agreement, render_agreement_markdown  # noqa: E402
+from offline_eval.agreement import agreement, binary_agreement, render_agreement_markdown  # noqa: E402
+from offline_eval.metrics import default_metrics  # noqa: E402
 
 # Which of our metrics each benchmark's labels speak to.
 MAPPINGS = {
     "ares": {"faithfulness": "faithfulness", "answer_relevancy": "answer_relevancy",
-             "context_precision": "context_relevance"},
+             "context_precision": "context_relevance", "answer_relevancy_ragas": "answer_relevancy"},
     "attributionbench": {"faithfulness": "attributable"},
     "hotpotqa": {"context_precision": "context_precision"},
     "ocnli": {"faithfulness": "entailed"},
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--balanced", action="store_true")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--metrics", help="comma-separated: only these of the benchmark's metrics (the default: "
+                        "those on in a default run)")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="any evaluate() setting, e.g. embedder=use-multilingual-v3 (JSON values: "
                              "max_claims=12); a rerun with another scoring setting is answered from the cache")
@@ -69,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
             settings[key.strip()] = value
 
     mapping = MAPPINGS[args.name]
+    chosen = args.metrics.split(",") if args.metrics else [m for m in mapping if m in default_metrics()]
+    unknown = [m for m in chosen if m not in mapping]
+    if unknown:
+        parser.error(f"{args.name} has labels for {', '.join(mapping)}, not {', '.join(unknown)}")
+    mapping = {m: mapping[m] for m in chosen}
     items = select(bench_adapters.convert(args.name, args.split), mapping, args.limit, args.balanced)
     samples_path, labels_path = bench_adapters.write(items, args.out)
     started = time.perf_counter()
@@ -77,11 +85,35 @@ def main(argv: list[str] | None = None) -> int:
     report.write(args.out, ("json", "md"))
     labels = [json.loads(line) for line in labels_path.read_text("utf-8").splitlines()]
     result = agreement(report.data, labels, mapping)
+    if any("gold_flags" in row for row in labels):
+        result["chunks"] = chunk_agreement(report.data, labels)
     (args.out / "agreement.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"{args.name} {args.split}: {len(items)} items, judge {args.judge}, {seconds:.0f}s, settings {settings} "
           f"({report.timing.get('judge_calls')} judge calls, {report.timing.get('cache_hits')} cached)")
     print(render_agreement_markdown(result))
+    if "chunks" in result:
+        chunks = result["chunks"]
+        print(f"\nchunk relevance, one item per retrieved chunk (n = {chunks['n']}: {chunks['n_positive']} gold, "
+              f"{chunks['n_negative']} distractors), score = P(relevant):")
+        for name, stat in chunks["stats"].items():
+            print(f"  {name}: {stat['value']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
+                  if stat["value"] is not None else f"  {name}: undefined")
     return 0
+
+
+def chunk_agreement(report: dict, labels: list[dict]) -> dict:
+    """Per-chunk agreement: each chunk's P(relevant) (or its verdict) against its gold flag (HotpotQA)."""
+    flags = {row["sample_id"]: row["gold_flags"] for row in labels if "gold_flags" in row}
+    scores, truth = [], []
+    for sample in report["samples"]:
+        findings = (sample["details"].get("context_precision") or {}).get("findings", [])
+        if sample["sample_id"] not in flags or not findings:
+            continue
+        for finding, flag in zip(findings, flags[sample["sample_id"]], strict=True):
+            p = finding["probability"]
+            scores.append(float(finding["ok"]) if p is None else p)
+            truth.append(flag)
+    return binary_agreement(scores, truth)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ RAGAS_PINS = [
 ]
 EMBEDDER = "all-minilm-l6-v2"
 METRICS = ["faithfulness", "answer_relevancy", "context_recall", "context_precision"]
+# offline-eval also runs the RAGAS form of answer relevancy, the like-for-like comparison with RAGAS's.
+OURS = [*METRICS, "answer_relevancy_ragas"]
 
 
 def step(message: str) -> None:
@@ -107,7 +109,8 @@ def serve(python: Path, gguf: Path, n_ctx: int, threads: int, log: Path) -> tupl
 
 def run_ours(samples_path: Path, judge_name: str, n_ctx: int, tmp: Path) -> dict:
     samples = load_samples(samples_path).samples
-    config = EvalConfig(judge=judge_name, embedder=EMBEDDER, n_ctx=n_ctx, cache_path=tmp / "cache.sqlite")
+    config = EvalConfig(judge=judge_name, embedder=EMBEDDER, n_ctx=n_ctx, cache_path=tmp / "cache.sqlite",
+                        metrics=tuple(OURS))
     judge = load_judge(config)
     embedders = EmbedderSet(EMBEDDER)
     embedders.for_language("en")
@@ -116,7 +119,7 @@ def run_ours(samples_path: Path, judge_name: str, n_ctx: int, tmp: Path) -> dict
     seconds = time.perf_counter() - started
     rows = result.report["samples"]
     usage = result.report["run"]["usage"]
-    reasons = [r["not_computable"].get(m) for r in rows for m in METRICS if r["not_computable"].get(m)]
+    reasons = [r["not_computable"].get(m) for r in rows for m in OURS if r["not_computable"].get(m)]
     return {
         "sample_ids": [r["sample_id"] for r in rows],
         "seconds": seconds,
@@ -124,10 +127,10 @@ def run_ours(samples_path: Path, judge_name: str, n_ctx: int, tmp: Path) -> dict
         "prompt_tokens": usage["prompt_tokens"],
         "evaluated_prompt_tokens": result.timing["evaluated_prompt_tokens"],
         "completion_tokens": usage["completion_tokens"],
-        "scores": {m: [r["scores"].get(m) for r in rows] for m in METRICS},
+        "scores": {m: [r["scores"].get(m) for r in rows] for m in OURS},
         "parse_failures": sum(1 for r in reasons if r.startswith("judge failure")),
-        "nan": {m: 0 for m in METRICS},  # by construction: not computable is None with a reason, never NaN
-        "not_computable": {m: sum(1 for r in rows if r["scores"].get(m) is None) for m in METRICS},
+        "nan": {m: 0 for m in OURS},  # by construction: not computable is None with a reason, never NaN
+        "not_computable": {m: sum(1 for r in rows if r["scores"].get(m) is None) for m in OURS},
     }
 
 
@@ -164,6 +167,9 @@ def table(ours: dict, ragas: dict, n: int) -> list[tuple[str, str, str]]:
         ours_nc = ours["not_computable"][m]
         rows.append((f"{m}: mean (missing)", f"{fmt(mean(ours['scores'][m]))} ({ours_nc})",
                      f"{fmt(mean(ragas['scores'][m]))} ({ragas['nan'][m]})"))
+        if f"{m}_ragas" in ours["scores"]:
+            rows.append((f"{m}, RAGAS form: mean (missing)", f"{fmt(mean(ours['scores'][f'{m}_ragas']))} "
+                         f"({ours['not_computable'][f'{m}_ragas']})", "(as above)"))
     return rows
 
 

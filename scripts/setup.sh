@@ -13,6 +13,7 @@
 #   OFFLINE_EVAL_VENV=path scripts/setup.sh
 #   OFFLINE_EVAL_LLAMA_BUILD=auto|native|avx2|x86-64 scripts/setup.sh   # build profile (default auto)
 #   OFFLINE_EVAL_LLAMA_AMX=1 scripts/setup.sh                          # allow AMX kernels in auto
+#   OFFLINE_EVAL_CHROMIUM=/path/to/chromium scripts/setup.sh           # the browser test's Chromium
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --gpu) [ $# -ge 2 ] || { echo "setup failed: --gpu needs a value (cuda)" >&2; exit 2; }; GPU="$2"; shift 2 ;;
     --gpu=*) GPU="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "setup failed: unknown option $1 (see scripts/setup.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -76,6 +77,18 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$VENV/bin/python" -c 'impo
   echo "$want" > "$stamp"
 else
   step "offline-eval already installed in $VENV"
+fi
+
+# The report.html review test drives a real browser: Debian's chromium package, never a browser download.
+CHROMIUM="${OFFLINE_EVAL_CHROMIUM:-/usr/bin/chromium}"
+if [ -x "$CHROMIUM" ]; then
+  step "chromium for the browser test: $CHROMIUM"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step "installing chromium (Debian package) for the report.html browser test"
+  quietly apt-get update
+  quietly env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+else
+  step "no chromium: the report.html browser test will skip (install it: sudo apt-get install chromium)"
 fi
 
 step "models (installed and verified once, then only checked)"

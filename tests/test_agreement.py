@@ -363,3 +363,14 @@ def test_cli_agreement_bad_files(tmp_path: Path, report: dict) -> None:
     assert res.exit_code == 2 and "none.json: cannot read report" in res.stderr
     res = CliRunner().invoke(agreement_cmd, [r, "--map", "faithfulness=faithful"])  # no --labels
     assert res.exit_code == 2
+
+
+def test_binary_agreement_of_items_that_are_not_samples():
+    from offline_eval.agreement import binary_agreement
+
+    result = binary_agreement([0.9, 0.8, 0.3, 0.6, 0.1], [1, 1, 0, 0, 0], n_resamples=200)
+    assert (result["n"], result["n_positive"], result["n_negative"]) == (5, 2, 3)
+    assert result["stats"]["roc_auc"]["value"] == 1.0
+    assert result["stats"]["balanced_accuracy_fixed"]["value"] == pytest.approx((1.0 + 2 / 3) / 2)
+    low, high = result["stats"]["roc_auc"]["ci_low"], result["stats"]["roc_auc"]["ci_high"]
+    assert low is not None and low <= 1.0 <= high

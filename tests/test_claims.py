@@ -77,3 +77,24 @@ def test_a_sentence_no_claim_covers_is_found():
     assert uncovered_sentences(sentences(answer), claims + ["The average annual temperature is 61 °F."]) == []
     assert uncovered_sentences(sentences(answer), []) == [0, 1, 2]
     assert uncovered_sentences(["北京是中国的首都。", "上海有两千多万人口。"], ["北京是中国首都"]) == [1]
+
+
+def test_a_claim_rewritten_from_the_judges_own_knowledge_is_dropped():
+    # Seen with the 1.5B judge: the answer's wrong fact replaced by the right one, keeping half the words.
+    answer, question = "HTTP 404 means internal server error.", "What does HTTP 404 mean?"
+    assert not grounded("HTTP 404 means the server cannot find the requested resource", answer, question=question)
+    assert grounded("HTTP 404 means an internal server error", answer, question=question)
+    # Inflections are one word: "supports" restates "supported".
+    assert grounded("Okta is supported for single sign-on.", "Okta, Azure AD and Google Workspace.",
+                    question="Which providers support single sign-on?")
+
+
+def test_the_questions_words_do_not_cover_a_sentence():
+    from offline_eval.claims import uncovered_sentences
+
+    sentence = ["HTTP 404 means internal server error."]
+    rewritten = ["HTTP 404 means the server is down."]
+    assert uncovered_sentences(sentence, rewritten) == []  # half its words, counting the question's
+    assert uncovered_sentences(sentence, rewritten, question="What does HTTP 404 mean?") == [0]
+    assert uncovered_sentences(sentence, ["An internal server error is what 404 means."],
+                               question="What does HTTP 404 mean?") == []

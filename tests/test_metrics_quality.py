@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from offline_eval import evaluate
+from offline_eval.metrics import default_thresholds
 
 pytestmark = [pytest.mark.slow, pytest.mark.quality]
 ROWS = [json.loads(line) for line in (Path(__file__).parent / "fixtures" / "quality_set.jsonl").read_text("utf-8").splitlines()]
@@ -45,17 +46,26 @@ def test_an_answer_that_orders_the_judge_is_still_judged(default_judge):
     assert scores["inj-answer"] < scores["f-en-1-good"]
 
 
-def test_relevancy_orders_on_topic_over_off_topic_over_noncommittal(default_judge):
+def test_relevancy_passes_on_topic_answers_and_fails_off_topic_and_evasive_ones(default_judge):
     scores, report = _scores(default_judge, None, "rel", "answer_relevancy")
+    threshold = default_thresholds()["answer_relevancy"]
+    for lang in ("en", "zh"):
+        on, off, idk = (scores[f"r-{lang}-{k}"] for k in ("on", "off", "idk"))
+        assert on >= threshold > max(off, idk), scores  # the default threshold, either side
+    assert report.data["run"]["embedders"] == {}
+
+
+def test_ragas_relevancy_orders_on_topic_over_off_topic_over_noncommittal(default_judge):
+    scores, report = _scores(default_judge, None, "rel", "answer_relevancy_ragas")
     for lang in ("en", "zh"):
         on, off, idk = (scores[f"r-{lang}-{k}"] for k in ("on", "off", "idk"))
         assert on > off >= idk, scores
         assert idk == 0.0
-    flags = {s["sample_id"]: s["details"]["answer_relevancy"]["noncommittal"] for s in report.samples}
-    assert flags["r-en-idk"] and flags["r-zh-idk"] and not flags["r-en-on"] and not flags["r-zh-on"]
+    details = {s["sample_id"]: s["details"]["answer_relevancy_ragas"] for s in report.samples}
+    assert details["r-en-idk"]["noncommittal"] and details["r-zh-idk"]["noncommittal"]
+    assert not details["r-en-on"]["noncommittal"] and not details["r-zh-on"]["noncommittal"]
     # Generated questions come out in the sample's language.
-    zh = next(s for s in report.samples if s["sample_id"] == "r-zh-on")
-    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in q["text"]) for q in zh["details"]["answer_relevancy"]["generated_questions"])
+    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in q["text"]) for q in details["r-zh-on"]["generated_questions"])
 
 
 def test_precision_rewards_the_relevant_chunk_ranked_first(default_judge):

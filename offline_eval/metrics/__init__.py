@@ -15,6 +15,7 @@ from offline_eval.metrics.base import (
     Outcome,
     SampleContext,
     ScoreSpec,
+    default_metrics,
     default_thresholds,
     metric_names,
     param,
@@ -27,5 +28,5 @@ from offline_eval.metrics.base import (
 )
 
 __all__ = ["REGISTRY", "Evidence", "Finding", "Metric", "Outcome", "SampleContext", "ScoreSpec",
-           "default_thresholds", "metric_names", "param", "param_fields", "register", "score_owner", "score_spec",
+           "default_metrics", "default_thresholds", "metric_names", "param", "param_fields", "register", "score_owner", "score_spec",
            "score_specs", "unregister"]

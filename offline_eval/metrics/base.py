@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -153,6 +153,7 @@ class Metric(ABC):
     requires: ClassVar[tuple[str, ...]] = ()  # of "answer", "contexts", "reference"
     Params: ClassVar[type] = NoParams
     needs_embedder: ClassVar[bool] = False
+    default: ClassVar[bool] = True  # run when no metric list is given (False: only when named)
 
     def __init__(self, params: Any = None, *, verdict_scoring: str = "hard"):
         self.params = self.Params() if params is None else params
@@ -176,6 +177,22 @@ class Metric(ABC):
 
     def not_computable(self, reason: str, details: dict[str, Any] | None = None) -> Outcome:
         return Outcome({name: None for name in self.score_names()}, reason, details or {})
+
+    @classmethod
+    def truth_scores(cls, details: Mapping[str, Any], ok: Sequence[bool]) -> dict[str, float] | None:
+        """A sample's scores as a person's verdicts give them: ``ok[i]`` says whether the sample's i-th
+        decided finding (a yes/no verdict, in the order of its ``findings``) truly counts for the score,
+        as a reviewer decided it. ``details`` is the sample's details for this metric, as reported.
+
+        Hard-verdict formulas (a person's verdict has no probability). None when the verdicts do not
+        determine the scores. The default is the share of items that count, for every score (faithfulness,
+        context recall); a metric with another formula overrides it. Used by prediction-powered inference
+        (``offline_eval.review``) as the "true" value a judge's score is corrected towards.
+        """
+        if not ok:
+            return None
+        value = sum(bool(v) for v in ok) / len(ok)
+        return {name: value for name in cls.score_names()}
 
     @abstractmethod
     def collect(self, ctx: SampleContext) -> Evidence:
@@ -216,6 +233,11 @@ def unregister(name: str) -> None:
 def metric_names() -> tuple[str, ...]:
     """Registered metrics, in registration order (the order of every report)."""
     return tuple(REGISTRY)
+
+
+def default_metrics() -> tuple[str, ...]:
+    """The metrics a run evaluates when none are named: the registered ones that are on by default."""
+    return tuple(name for name, cls in REGISTRY.items() if cls.default)
 
 
 def score_specs() -> tuple[ScoreSpec, ...]:

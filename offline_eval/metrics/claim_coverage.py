@@ -166,7 +166,8 @@ class ClaimCoverage(Metric):
                                                 max_claims=max(self.max_claims(), len(text_sentences)))
             # Coverage before accuracy: a sentence that no extracted claim covers is checked as written,
             # so a hallucination the extraction left out is still caught.
-            missed = [text_sentences[i] for i in uncovered_sentences(text_sentences, extracted)]
+            missed = [text_sentences[i] for i in uncovered_sentences(text_sentences, extracted,
+                                                                          question=ctx.sample.question)]
             claims = extracted + [s for s in missed if s not in extracted]
             coverage = {"coverage": round(1 - len(missed) / len(text_sentences), 6) if text_sentences else 1.0,
                         "n_sentences": len(text_sentences), "n_extracted": len(extracted)}

@@ -48,7 +48,11 @@ def build_report(
     seed: int,
     skipped_records: list[dict[str, Any]] | None = None,
     allow_empty: bool = False,
+    labels: Any = None,
 ) -> dict[str, Any]:
+    """report.json's dict. With ``labels`` (an ``offline_eval.review.LabelFile``) each aggregate gets
+    its prediction-powered mean and the report a ``review`` section, before the gate (which may judge
+    the PPI mean); labels that do not match the report raise ``LabelsError``."""
     aggregate = aggregate_scores(samples, score_names, n_resamples=n_resamples, seed=seed)
     categories = sorted({s["category"] for s in samples if s.get("category") is not None})
     by_category = {
@@ -56,13 +60,18 @@ def build_report(
                             n_resamples=n_resamples, seed=seed)
         for c in categories
     }
-    return {
+    report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run": run,
         "samples": samples,
         "aggregate": aggregate,
         "by_category": by_category,
-        "gate": apply_gate(aggregate, by_category, thresholds, category_thresholds, gate_on,
-                           allow_empty=allow_empty, samples=samples),
         "skipped_records": skipped_records or [],
     }
+    if labels is not None:
+        from offline_eval.review import attach_review  # it reads the report through report.view
+
+        attach_review(report, labels)
+    report["gate"] = apply_gate(aggregate, by_category, thresholds, category_thresholds, gate_on,
+                                allow_empty=allow_empty, samples=samples)
+    return report

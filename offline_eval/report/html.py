@@ -2,13 +2,24 @@
 
 Opening it loads nothing from anywhere: there is no external resource, and a Content-Security-Policy
 (default-src 'none', the inline style and script allowed by their hashes) blocks any that slipped in.
-Everything that comes from the user's data is HTML-escaped.
+Everything that comes from the user's data is HTML-escaped, and the review data the script reads is
+JSON with every ``<``, ``>`` and ``&`` written as a ``\\u`` escape, so no text can close its element.
+
+**Review mode.** Every review item (``report.view.review_items``: each sample's scores and each yes/no
+verdict of the judge) carries "judge right" / "judge wrong" buttons; keys j/k move between items,
+y/n mark the current one and move on, u clears it. The samples can be ordered most worth checking
+first (the judge's least certain verdict: |P(yes) − 0.5|, else the score nearest its threshold) or in
+a random order fixed per report (review top-down for an unbiased subset, what PPI needs). Marks are
+kept in the browser's localStorage under the report's review fingerprint, so they survive a reload;
+the bar at the top (always visible) counts them and exports them as labels.jsonl (a Blob download):
+the file ``offline-eval agreement`` and ``evaluate --labels`` read.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 from collections.abc import Mapping
 from html import escape
@@ -22,22 +33,31 @@ from offline_eval.report.view import (
     below_threshold,
     categories_of,
     check_label,
+    contexts_of,
     detail_for,
+    error_rate_rows,
     failed_and_skipped_checks,
     failed_by_value,
     failed_explanation,
     find_check,
     findings_of,
+    finding_item_id,
     gate_of,
     gate_value_label,
+    has_ppi,
     header_facts,
     judge_determinism,
     metric_names,
     not_computable_reason,
+    ppi_for,
+    review_fingerprint,
+    review_items,
+    review_summary,
     run_of,
     run_part,
     samples_of,
     score_description,
+    score_item_id,
     score_of,
     summary_of,
     threshold_for,
@@ -110,6 +130,27 @@ white-space:nowrap}
 .v.na{background:var(--warnbg);color:var(--warn)}.v.plain{background:var(--soft);color:var(--muted)}.ev .lbl{color:var(--muted);margin-right:6px}
 .ev .p{color:var(--muted);font-size:12px;white-space:nowrap}
 .nc{color:var(--warn)}p.nc{margin:2px 0 8px}
+#reviewbar{position:sticky;top:0;z-index:10;display:flex;gap:10px;align-items:center;flex-wrap:wrap;
+margin:-24px -32px 16px;padding:8px 32px;background:#f0f4f9;border-bottom:1px solid var(--line);font-size:13px}
+#reviewbar strong{font-size:14px}
+#reviewbar input{font:inherit;padding:3px 8px;width:11rem;border:1px solid var(--line);border-radius:6px}
+#reviewbar button,.toolbar select{font:inherit;padding:4px 10px;border:1px solid var(--line);border-radius:6px;
+background:var(--bg);cursor:pointer}
+#reviewbar #export{background:var(--bar);color:#fff;border-color:var(--bar);font-weight:600}
+#reviewbar .keys{color:var(--muted)}#rstatus{color:var(--warn)}
+kbd{font:11px ui-monospace,Menlo,Consolas,monospace;border:1px solid var(--line);border-bottom-width:2px;
+border-radius:4px;padding:0 4px;background:var(--bg)}
+.item{border-radius:6px;padding:1px 4px;margin-left:-4px}
+.item.current{outline:2px solid var(--bar);background:#eef4fb}
+.item.m-right{box-shadow:inset 3px 0 0 var(--ok)}.item.m-wrong{box-shadow:inset 3px 0 0 var(--bad)}
+.rv{white-space:nowrap;margin-left:6px}
+.rv button{font-size:11px;padding:0 6px;margin-left:2px;border:1px solid var(--line);border-radius:9px;
+background:var(--bg);color:var(--muted);cursor:pointer}
+.m-right .rv button.right{background:var(--okbg);color:var(--ok);border-color:var(--ok);font-weight:600}
+.m-wrong .rv button.wrong{background:var(--badbg);color:var(--bad);border-color:var(--bad);font-weight:600}
+.scoreitem{margin:2px 0 6px;font-size:13px;color:var(--muted)}
+#summary p.meta{margin:0 0 12px}
+.ev ol.ctx{margin:2px 0 8px;padding-left:22px}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 footer dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}footer dt{font-weight:600}
 footer dd{margin:0;overflow-wrap:anywhere}
@@ -117,19 +158,169 @@ footer dd{margin:0;overflow-wrap:anywhere}
 
 _JS = """
 (function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("review-data").textContent);
+  var items = data.items;
   var q = document.getElementById("q"), count = document.getElementById("count");
+  var order = document.getElementById("order"), show = document.getElementById("show");
+  var list = document.querySelector(".samples");
   var rows = Array.prototype.slice.call(document.querySelectorAll("details.sample"));
   var texts = rows.map(function (r) { return r.textContent.toLowerCase(); });
+  var itemEls = {};
+  Array.prototype.forEach.call(document.querySelectorAll("[data-item]"), function (el) {
+    itemEls[el.getAttribute("data-item")] = el;
+  });
+  var reviewer = document.getElementById("reviewer"), rcount = document.getElementById("rcount");
+  var rstatus = document.getElementById("rstatus");
+  var SEP = String.fromCharCode(31);
+  var storeKey = "offline-eval-review:" + data.key;
+  var marks = {};
+  var storage = null;
+  try { storage = window.localStorage; storage.getItem(storeKey); } catch (e) { storage = null; }
+
+  function keyOf(n) { return items[n].s + SEP + items[n].i; }
+  function load() {
+    if (!storage) {
+      rstatus.textContent = "this browser keeps no storage for files: export before closing the page";
+      return;
+    }
+    try {
+      var saved = JSON.parse(storage.getItem(storeKey) || "{}");
+      marks = saved.marks || {};
+      if (saved.reviewer) reviewer.value = saved.reviewer;
+    } catch (e) { marks = {}; }
+  }
+  function save() {
+    if (!storage) return;
+    try {
+      storage.setItem(storeKey, JSON.stringify({marks: marks, reviewer: reviewer.value}));
+    } catch (e) { rstatus.textContent = "could not save the marks: export them now"; }
+  }
+  function paint(n) {
+    var el = itemEls[n], m = marks[keyOf(n)];
+    if (!el) return;
+    el.classList.toggle("m-right", !!m && m.label === "right");
+    el.classList.toggle("m-wrong", !!m && m.label === "wrong");
+  }
+  function tally() {
+    var reviewed = 0, wrong = 0;
+    items.forEach(function (it, n) {
+      var m = marks[keyOf(n)];
+      if (m) { reviewed++; if (m.label === "wrong") wrong++; }
+    });
+    rcount.textContent = reviewed + " of " + items.length + " items reviewed · judge wrong on " + wrong;
+    rows.forEach(function (r) {
+      var els = r.querySelectorAll("[data-item]"), open = 0, done = 0;
+      Array.prototype.forEach.call(els, function (el) {
+        if (marks[keyOf(+el.getAttribute("data-item"))]) done++; else open++;
+      });
+      r.setAttribute("data-open-items", String(open));
+      r.setAttribute("data-done-items", String(done));
+    });
+  }
+  function mark(n, label) {
+    marks[keyOf(n)] = {label: label, time: new Date().toISOString(), reviewer: reviewer.value.trim()};
+    save(); paint(n); tally();
+  }
+  function unmark(n) {
+    delete marks[keyOf(n)];
+    save(); paint(n); tally();
+  }
+
   function filter() {
-    var terms = q.value.toLowerCase().split(/\\s+/).filter(Boolean), shown = 0;
+    var terms = q.value.toLowerCase().split(/\\s+/).filter(Boolean), shown = 0, which = show.value;
     rows.forEach(function (r, i) {
       var ok = terms.every(function (t) { return texts[i].indexOf(t) >= 0; });
+      if (which === "open") ok = ok && r.getAttribute("data-open-items") !== "0";
+      if (which === "done") ok = ok && r.getAttribute("data-done-items") !== "0";
       r.style.display = ok ? "" : "none";
       if (ok) shown++;
     });
     count.textContent = shown + " of " + rows.length + " samples";
   }
+  function sortRows() {
+    var by = order.value, key = {report: "data-order", doubt: "data-doubt", random: "data-rand"}[by];
+    var sorted = rows.slice().sort(function (a, b) {
+      return (+a.getAttribute(key) - +b.getAttribute(key)) ||
+        (+a.getAttribute("data-order") - +b.getAttribute("data-order"));
+    });
+    sorted.forEach(function (r) { list.appendChild(r); });
+    current = null;
+  }
+
+  var current = null;
+  function visibleItems() {
+    var out = [];
+    Array.prototype.forEach.call(list.querySelectorAll("details.sample"), function (r) {
+      if (r.style.display === "none") return;
+      Array.prototype.forEach.call(r.querySelectorAll("[data-item]"), function (el) { out.push(el); });
+    });
+    return out;
+  }
+  function setCurrent(el) {
+    if (current) current.classList.remove("current");
+    current = el;
+    if (!el) return;
+    var sample = el.closest("details.sample");
+    if (sample && !sample.open) sample.open = true;
+    el.classList.add("current");
+    el.scrollIntoView({block: "center"});
+  }
+  function move(delta) {
+    var all = visibleItems();
+    if (!all.length) return;
+    var i = current ? all.indexOf(current) : -1;
+    var next = i < 0 ? (delta > 0 ? 0 : all.length - 1) : Math.min(all.length - 1, Math.max(0, i + delta));
+    setCurrent(all[next]);
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var t = e.target;
+    if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA")) return;
+    if (e.key === "j" || e.key === "ArrowDown") move(1);
+    else if (e.key === "k" || e.key === "ArrowUp") move(-1);
+    else if ((e.key === "y" || e.key === "n") && current) {
+      mark(+current.getAttribute("data-item"), e.key === "y" ? "right" : "wrong");
+      move(1);
+    } else if (e.key === "u" && current) unmark(+current.getAttribute("data-item"));
+    else return;
+    e.preventDefault();
+  });
+  list.addEventListener("click", function (e) {
+    var button = e.target.closest ? e.target.closest("button[data-mark]") : null;
+    if (!button) return;
+    var el = button.closest("[data-item]"), n = +el.getAttribute("data-item");
+    var m = marks[keyOf(n)];
+    if (m && m.label === button.getAttribute("data-mark")) unmark(n); else mark(n, button.getAttribute("data-mark"));
+    setCurrent(el);
+    e.preventDefault();
+  });
+
+  document.getElementById("export").addEventListener("click", function () {
+    var lines = [], name = reviewer.value.trim();
+    items.forEach(function (it, n) {
+      var m = marks[keyOf(n)];
+      if (!m) return;
+      var row = {sample_id: it.s, item: it.i, label: m.label, verdict: it.v,
+                 reviewer: m.reviewer || name || null, time: m.time};
+      lines.push(JSON.stringify(row));
+    });
+    if (!lines.length) { rstatus.textContent = "nothing to export yet: mark some verdicts first"; return; }
+    var blob = new Blob([lines.join("\\n") + "\\n"], {type: "application/x-ndjson"});
+    var a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = "labels.jsonl";
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+    rstatus.textContent = "exported " + lines.length + " labels to labels.jsonl";
+  });
+  reviewer.addEventListener("change", save);
+
   q.addEventListener("input", filter);
+  show.addEventListener("change", filter);
+  order.addEventListener("change", function () { sortRows(); filter(); });
   var toggle = document.getElementById("toggle");
   toggle.addEventListener("click", function () {
     var open = toggle.getAttribute("data-open") !== "1";
@@ -137,6 +328,10 @@ _JS = """
     toggle.setAttribute("data-open", open ? "1" : "0");
     toggle.textContent = open ? "Collapse all" : "Expand all";
   });
+  load();
+  items.forEach(function (it, n) { paint(n); });
+  tally();
+  sortRows();
   filter();
 })();
 """
@@ -300,21 +495,46 @@ def _header(report: Mapping[str, Any]) -> str:
 
 
 def _summary(report: Mapping[str, Any], metrics: list[str]) -> str:
+    ppi = has_ppi(report)
     rows = []
     for metric in metrics:
         agg = aggregate_for(report, metric)
+        corrected = ppi_for(report, metric)
+        extra = (f'<td class=num title="{_h(corrected.get("note"))}">{fmt_num(corrected.get("value"))}</td>'
+                 f"<td class=num>{fmt_ci(corrected)}</td><td class=num>{fmt_count(corrected.get('n_labelled'))}</td>"
+                 if ppi else "")
         rows.append(
             f"<tr><td>{_h(metric)}</td><td class=num>{fmt_num(agg.get('mean'))}</td><td class=num>{fmt_ci(agg)}</td>"
+            f"{extra}"
             f"<td class=num>{fmt_count(agg.get('n'))}</td><td class=num>{fmt_count(agg.get('n_not_computable'))}</td>"
             f"<td class=num>{fmt_num(threshold_for(report, metric))}</td>"
             f"<td>{_status_span(find_check(report, metric))}</td></tr>"
         )
+    head_extra = ("<th class=num>PPI mean</th><th class=num>PPI 95% CI</th><th class=num>reviewed samples</th>"
+                  if ppi else "")
+    note = (f'<p class="meta">PPI mean: the judge\'s mean corrected by reviewed items — {_h(review_summary(report))}'
+            "</p>" if ppi else "")
     return (
         '<section id="summary"><h2>Summary</h2><table><thead><tr><th>metric</th><th class=num>mean</th>'
-        "<th class=num>95% CI</th><th class=num>n computable</th><th class=num>not computable</th>"
+        f"<th class=num>95% CI</th>{head_extra}<th class=num>n computable</th><th class=num>not computable</th>"
         f"<th class=num>threshold</th><th>status</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        f"{_gates(report)}</section>"
+        f"{note}{_gates(report)}{_error_rates(report)}</section>"
     )
+
+
+def _error_rates(report: Mapping[str, Any]) -> str:
+    rows = error_rate_rows(report)
+    if not rows:
+        return ""
+    body = []
+    for row in rows:
+        rate = row.get("error_rate") if isinstance(row.get("error_rate"), Mapping) else {}
+        body.append(f"<tr><td>{_h(row.get('metric'))}</td><td>{_h(row.get('kind'))}</td>"
+                    f"<td class=num>{fmt_count(row.get('n_reviewed'))}</td><td class=num>{fmt_count(row.get('n_wrong'))}"
+                    f"</td><td class=num>{fmt_num(rate.get('value'))}</td><td class=num>{fmt_ci(rate)}</td></tr>")
+    return ("<h3>Judge error rate on reviewed items</h3><table><thead><tr><th>metric</th><th>kind</th>"
+            "<th class=num>reviewed</th><th class=num>judge wrong</th><th class=num>error rate</th>"
+            f"<th class=num>95% CI (Wilson)</th></tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
 def _gates(report: Mapping[str, Any]) -> str:
@@ -389,42 +609,62 @@ def _score_badge(report: Mapping[str, Any], sample: Mapping[str, Any], metric: s
     return f'<span class="sc {cls}">{fmt_num(score)}</span>'
 
 
-def _finding(finding: Mapping[str, Any]) -> str:
-    """One decided item: its verdict as a badge (good, bad, or graded), what it is, its text, P(yes)."""
+_MARKS = ('<span class="rv"><button type="button" class="right" data-mark="right" title="the judge is right (y)">'
+          '✔ right</button><button type="button" class="wrong" data-mark="wrong" title="the judge is wrong (n)">'
+          "✘ wrong</button></span>")
+
+
+def _finding(finding: Mapping[str, Any], item: int | None = None) -> str:
+    """One decided item: its verdict as a badge (good, bad, or graded), what it is, its text, P(yes); a
+    review item (``item``: its index in the page's review data) with its right / wrong buttons."""
     ok = finding.get("ok")
     cls = "good" if ok is True else "bad" if ok is False else "plain"
     probability = finding.get("probability")
     p = f' <span class="p" title="the judge\'s probability of yes">P(yes) {fmt_num(probability)}</span>' \
         if is_number(probability) else ""
-    return (f'<li><span class="v {cls}">{_h(finding.get("verdict"))}</span><span class="lbl">{_h(finding.get("label"))}'
-            f"</span> {_h(finding.get('text'))}{p}</li>")
+    head, marks = ("<li>", "") if item is None else (f'<li class="item" data-item="{item}">', _MARKS)
+    return (f'{head}<span class="v {cls}">{_h(finding.get("verdict"))}</span><span class="lbl">'
+            f"{_h(finding.get('label'))}</span> {_h(finding.get('text'))}{p}{marks}</li>")
 
 
-def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric: str, shown: list[str]) -> str:
-    """The evidence behind one score for one sample (``shown``: the scores shown with it)."""
+def _score_item(metric: str, item: int | None) -> str:
+    """The right / wrong buttons of a sample's score (a review item)."""
+    if item is None:
+        return ""
+    return (f'<div class="item scoreitem" data-item="{item}">Is this {_h(metric)} score about right?'
+            f"{_MARKS}</div>")
+
+
+def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric: str, shown: list[str],
+                   items: Mapping[str, int]) -> str:
+    """The evidence behind one score for one sample (``shown``: the scores shown with it; ``items``: the
+    sample's review item ids → their index in the page's review data)."""
     head = f"<h4>{_h(metric)}: {fmt_num(score_of(sample, metric))}"
     reason = not_computable_reason(sample, metric)
     if reason is not None:
         return f'{head} <span class="v na">not computable</span></h4><p class="nc">{_h(reason)}</p>'
+    score_item = _score_item(metric, items.get(score_item_id(metric)))
     owner = score_owner(metric)
     if owner != metric:  # a second score of a metric: its evidence is the metric's
         note = "; ".join(x for x in (score_description(metric), f"evidence under {owner}" if owner in shown else "")
                          if x)
         head += f" <small>({_h(note)})</small>" if note else ""
         if owner in shown:
-            return f"{head}</h4>"
+            return f"{head}</h4>{score_item}"
     summary = summary_of(sample, metric)
     if summary:
         head += f" <small>({_h(summary)})</small>"
-    items = [_finding(f) for f in findings_of(sample, metric)]
-    body = f"<ul>{''.join(items)}</ul>" if items else ""
+    found = [_finding(f, items.get(finding_item_id(owner, k)) if isinstance(f.get("ok"), bool) else None)
+             for k, f in enumerate(findings_of(sample, metric), 1)]
+    body = f"<ul>{''.join(found)}</ul>" if found else ""
     detail = detail_for(sample, metric)
     if detail.get("reason"):  # a score set by rule: no contexts retrieved, an empty answer
         body = f'<p class="nc">{_h(detail["reason"])}</p>{body}'
-    return f"{head}</h4>{body}"
+    return f"{head}</h4>{score_item}{body}"
 
 
-def _sample_row(report: Mapping[str, Any], sample: Mapping[str, Any], metrics: list[str]) -> str:
+def _sample_row(report: Mapping[str, Any], sample: Mapping[str, Any], metrics: list[str],
+                review: Mapping[str, Any]) -> str:
     lang = text_of(sample.get("language"))
     lang_attr = f' lang="{_h(lang)}"' if lang in ("en", "zh") else ""
     question = text_of(sample.get("question"))
@@ -438,32 +678,94 @@ def _sample_row(report: Mapping[str, Any], sample: Mapping[str, Any], metrics: l
     if sample.get("reference_answer") is not None:
         texts.append(("Reference answer", sample.get("reference_answer")))
     dl = "".join(f'<dt>{label}</dt><dd><div class="txt">{_h(value)}</div></dd>' for label, value in texts)
-    n_ctx = (
-        f"<p class=meta>{fmt_count(sample.get('n_contexts'))} retrieved chunks</p>" if "n_contexts" in sample else ""
-    )
-    details = "".join(_metric_detail(report, sample, m, metrics) for m in metrics)
+    contexts = contexts_of(sample)
+    if contexts:  # what a reviewer checks the claims against
+        chunks = "".join(f'<li><div class="txt">{_h(c)}</div></li>' for c in contexts)
+        dl += f'<dt>Retrieved chunks, in rank order</dt><dd><ol class="ctx">{chunks}</ol></dd>'
+        n_ctx = ""
+    else:
+        n_ctx = (f"<p class=meta>{fmt_count(sample.get('n_contexts'))} retrieved chunks</p>"
+                 if "n_contexts" in sample else "")
+    sid = text_of(sample.get("sample_id"))
+    items = review["items"].get(sid, {})
+    details = "".join(_metric_detail(report, sample, m, metrics, items) for m in metrics)
+    order = review["order"][sid]
+    attrs = (f' data-order="{order}" data-doubt="{review["doubt"].get(sid, 1.0):.6f}" '
+             f'data-rand="{review["rand"][sid]}"')
     return (
-        f'<details class="sample"{lang_attr}><summary class="row">{"".join(cells)}</summary>'
+        f'<details class="sample"{lang_attr}{attrs}><summary class="row">{"".join(cells)}</summary>'
         f'<div class="ev"><dl>{dl}</dl>{n_ctx}{details}</div></details>'
     )
 
 
-def _samples(report: Mapping[str, Any], metrics: list[str]) -> str:
+def _review_index(report: Mapping[str, Any], samples: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the page needs to review: the items (the JSON the script reads), each sample's item ids →
+    item index, its report order, its least certain item (``doubt``) and its rank in a random order
+    fixed by the review fingerprint (the same page always shuffles the same way)."""
+    found = review_items(report)
+    key = review_fingerprint(found)
+    items: dict[str, dict[str, int]] = {}
+    doubt: dict[str, float] = {}
+    for n, item in enumerate(found):
+        items.setdefault(item["sample_id"], {})[item["item"]] = n
+        doubt[item["sample_id"]] = min(doubt.get(item["sample_id"], 1.0), item["doubt"])
+    ids = [text_of(s.get("sample_id")) for s in samples]
+    shuffled = sorted(ids, key=lambda sid: hashlib.sha256(f"{key}\0{sid}".encode("utf-8")).hexdigest())
+    return {
+        "key": key,
+        "data": [{"s": i["sample_id"], "i": i["item"], "v": i["verdict"], "k": i["kind"], "m": i["metric"]}
+                 for i in found],
+        "items": items,
+        "doubt": doubt,
+        "order": {sid: n for n, sid in enumerate(ids)},
+        "rand": {sid: n for n, sid in enumerate(shuffled)},
+    }
+
+
+def _samples(report: Mapping[str, Any], metrics: list[str], review: Mapping[str, Any]) -> str:
     samples = samples_of(report)
     head = ["sample", "category", "lang", "question"] + metrics
     head_html = "".join(
         f'<span class="num">{_wrappable(name)}</span>' if i >= 4 else f"<span>{_h(name)}</span>"
         for i, name in enumerate(head)
     )
-    rows = "".join(_sample_row(report, s, metrics) for s in samples)
+    rows = "".join(_sample_row(report, s, metrics, review) for s in samples)
     return (
         '<section id="samples"><h2>Samples</h2>'
         '<div class="toolbar"><input id="q" type="search" '
         'placeholder="Filter samples by any text (id, question, answer, claims…)" '
         'aria-label="Filter samples" autocomplete="off">'
+        '<label>order <select id="order" aria-label="Order of the samples">'
+        '<option value="report">report order</option>'
+        '<option value="doubt">most worth checking first</option>'
+        '<option value="random">random (review top-down for PPI)</option></select></label>'
+        '<label>show <select id="show" aria-label="Which samples to show">'
+        '<option value="all">all samples</option><option value="open">with items to review</option>'
+        '<option value="done">with reviewed items</option></select></label>'
         f'<button id="toggle" type="button">Expand all</button><span id="count">{len(samples)} samples</span></div>'
         f'<div class="samples"><div class="row head">{head_html}</div>{rows}</div></section>'
     )
+
+
+def _review_bar(review: Mapping[str, Any]) -> str:
+    """The review bar, always visible at the top: the count of marks, the reviewer, the export."""
+    n = len(review["data"])
+    return (
+        '<div id="reviewbar" role="region" aria-label="Review"><strong>Review</strong>'
+        f'<span id="rcount">0 of {n} items reviewed</span>'
+        '<input id="reviewer" type="text" placeholder="your name (optional)" aria-label="Reviewer" '
+        'autocomplete="off"><button id="export" type="button" title="Download the marks as labels.jsonl, for '
+        'offline-eval agreement and evaluate --labels">Export labels.jsonl</button>'
+        '<span class="keys"><kbd>j</kbd>/<kbd>k</kbd> next/previous item · <kbd>y</kbd> judge right · '
+        '<kbd>n</kbd> judge wrong · <kbd>u</kbd> clear</span><span id="rstatus" role="status"></span></div>'
+    )
+
+
+def _json_data(value: Any) -> str:
+    """JSON to embed in a <script type="application/json">: no "<", ">" or "&" appears raw, so no text in it
+    can end the element ("</script>") or open a comment."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def _skipped(report: Mapping[str, Any]) -> str:
@@ -529,6 +831,7 @@ def _run_info(report: Mapping[str, Any]) -> str:
 def render_html(report: Mapping[str, Any]) -> str:
     """report.html's text for ``report`` (a report.json dict). Deterministic: no clock, sorted where unordered."""
     metrics = metric_names(report)
+    review = _review_index(report, samples_of(report))
     cols = "minmax(7rem,9rem) minmax(4rem,7rem) 2.5rem minmax(10rem,1fr)" + " 7.5rem" * len(metrics)
     css = _CSS + f".samples{{--cols:{cols}}}\n"
     csp = (
@@ -540,10 +843,11 @@ def render_html(report: Mapping[str, Any]) -> str:
     page_title = "offline-eval report" + (f": gate {title}" if title else "")
     body = "".join(
         [
+            _review_bar(review),
             _header(report),
             _summary(report, metrics),
             _charts(report, metrics),
-            _samples(report, metrics),
+            _samples(report, metrics, review),
             _skipped(report),
             _run_info(report),
         ]
@@ -555,5 +859,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
         f"<title>{page_title}</title>\n<style>{css}</style>\n</head>\n"
-        f"<body>\n{body}\n<script>{_JS}</script>\n</body>\n</html>\n"
+        f"<body>\n{body}\n"
+        f'<script type="application/json" id="review-data">{_json_data({"key": review["key"], "items": review["data"]})}'
+        f"</script>\n<script>{_JS}</script>\n</body>\n</html>\n"
     )

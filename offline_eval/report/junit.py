@@ -20,6 +20,7 @@ from typing import Any
 from offline_eval.report.formats import register
 from offline_eval.report.text import fmt_num, text_of
 from offline_eval.report.view import (
+    aggregate_for,
     below_threshold,
     check_label,
     evidence,
@@ -27,8 +28,10 @@ from offline_eval.report.view import (
     failed_explanation,
     gate_checks,
     gate_value_label,
+    has_ppi,
     metric_names,
     not_computable_reason,
+    ppi_for,
     samples_of,
     score_of,
     summary_of,
@@ -116,6 +119,16 @@ def render_junit(report: Mapping[str, Any]) -> str:
     samples = samples_of(report)
     for metric in metric_names(report):
         suite = _suite(root, f"offline_eval.{metric}")
+        if has_ppi(report):  # the judge's mean and the PPI-corrected one, side by side
+            properties = ET.SubElement(suite, "properties")
+            corrected = ppi_for(report, metric)
+            for name, value in (("mean", aggregate_for(report, metric).get("mean")),
+                                ("ppi_mean", corrected.get("value")), ("ppi_ci_low", corrected.get("ci_low")),
+                                ("ppi_ci_high", corrected.get("ci_high")),
+                                ("ppi_reviewed_samples", corrected.get("n_labelled"))):
+                if value is not None:
+                    shown = str(value) if isinstance(value, int) and not isinstance(value, bool) else fmt_num(value)
+                    ET.SubElement(properties, "property", {"name": name, "value": shown})
         for sample in samples:
             _metric_case(suite, report, sample, metric)
     gate = _suite(root, "offline_eval.gate")

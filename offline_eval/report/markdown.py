@@ -12,6 +12,7 @@ from offline_eval.report.view import (
     below_threshold,
     categories_of,
     check_label,
+    error_rate_rows,
     evidence,
     failed_and_skipped_checks,
     failed_by_value,
@@ -19,9 +20,12 @@ from offline_eval.report.view import (
     find_check,
     gate_of,
     gate_value_label,
+    has_ppi,
     header_facts,
     metric_names,
     not_computable_reason,
+    ppi_for,
+    review_summary,
     run_of,
     run_part,
     samples_of,
@@ -62,18 +66,24 @@ def _header(report: Mapping[str, Any]) -> list[str]:
 
 
 def _summary(report: Mapping[str, Any], metrics: list[str]) -> list[str]:
+    ppi = has_ppi(report)
+    head = ["metric", "mean", "95% CI"] + (["PPI mean", "PPI 95% CI", "reviewed"] if ppi else [])
     lines = [
-        _row(["metric", "mean", "95% CI", "n computable", "not computable", "threshold", "status"]),
-        "|---|---:|---|---:|---:|---:|---|",
+        _row(head + ["n computable", "not computable", "threshold", "status"]),
+        "|---|---:|---|" + ("---:|---|---:|" if ppi else "") + "---:|---:|---:|---|",
     ]
     for metric in metrics:
         agg = aggregate_for(report, metric)
+        corrected = ppi_for(report, metric)
+        extra = [fmt_num(corrected.get("value")), fmt_ci(corrected), fmt_count(corrected.get("n_labelled"))] \
+            if ppi else []
         lines.append(
             _row(
                 [
                     md_text(metric),
                     fmt_num(agg.get("mean")),
                     fmt_ci(agg),
+                    *extra,
                     fmt_count(agg.get("n")),
                     fmt_count(agg.get("n_not_computable")),
                     fmt_num(threshold_for(report, metric)),
@@ -81,6 +91,22 @@ def _summary(report: Mapping[str, Any], metrics: list[str]) -> list[str]:
                 ]
             )
         )
+    if ppi:
+        lines += ["", f"PPI mean: the judge's mean corrected by reviewed items — {md_text(review_summary(report))}."]
+    return lines + [""]
+
+
+def _review_section(report: Mapping[str, Any]) -> list[str]:
+    rows = error_rate_rows(report)
+    if not rows:
+        return []
+    lines = ["### Judge error rate on reviewed items", "",
+             _row(["metric", "kind", "reviewed", "judge wrong", "error rate", "95% CI (Wilson)"]),
+             "|---|---|---:|---:|---:|---|"]
+    for row in rows:
+        rate = row.get("error_rate") if isinstance(row.get("error_rate"), Mapping) else {}
+        lines.append(_row([md_text(row.get("metric")), md_text(row.get("kind")), fmt_count(row.get("n_reviewed")),
+                           fmt_count(row.get("n_wrong")), fmt_num(rate.get("value")), fmt_ci(rate)]))
     return lines + [""]
 
 
@@ -227,6 +253,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += _header(report)
     lines += _summary(report, metrics)
     lines += _gate_section(report)
+    lines += _review_section(report)
     lines += _category_section(report, metrics)
     lines += _worst_section(report, metrics)
     lines += _not_computable_section(report, metrics)

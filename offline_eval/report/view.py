@@ -10,6 +10,7 @@ registry, and a sample's evidence is the generic ``findings`` and ``summary`` ea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -214,7 +215,7 @@ def check_label(check: Mapping[str, Any]) -> str:
 
 
 def gate_value_label(report: Mapping[str, Any]) -> str:
-    return "95% CI lower bound" if gate_of(report).get("gate_on") == "lower" else "mean"
+    return {"lower": "95% CI lower bound", "ppi": "PPI-corrected mean"}.get(gate_of(report).get("gate_on"), "mean")
 
 
 def failed_by_value(check: Mapping[str, Any]) -> bool:
@@ -265,6 +266,11 @@ def score_of(sample: Mapping[str, Any], metric: str) -> float | None:
     """The sample's finite score for ``metric``, or None when absent, null or not finite."""
     value = _mapping(sample.get("scores")).get(metric)
     return float(value) if is_number(value) and math.isfinite(value) else None
+
+
+def contexts_of(sample: Mapping[str, Any]) -> list[str]:
+    """The sample's retrieved chunks as reported (an older report keeps only their number)."""
+    return [text_of(c) for c in _list(sample.get("contexts"))]
 
 
 def not_computable_reason(sample: Mapping[str, Any], metric: str) -> str | None:
@@ -328,3 +334,156 @@ def worst_samples(report: Mapping[str, Any], metric: str, limit: int = 5,
     scored = [t for t in scored if t[0] is not None]
     scored.sort(key=lambda t: (t[0], t[1]))
     return [s for _, _, s in scored[:limit]]
+
+
+# --------------------------------------------------------------------------------------------------
+# Review items: what a person can check, and the PPI-corrected means a review gives
+# --------------------------------------------------------------------------------------------------
+#
+# Every reviewable item of a report has an id, unique within its sample and stable for the same report:
+#
+#   <score>/score            a sample's computable score ("faithfulness/score", "context_relevant_ratio/score")
+#   <metric>/finding/<k>     the k-th (1-based) entry of samples[].details[<metric>].findings that is a
+#                            yes/no verdict of the judge (ok true or false): a claim, a chunk, evasiveness
+#
+# A graded finding (ok null: a generated question's similarity) is not an item: the judge decided nothing.
+# report.html's review mode, labels.jsonl, ``offline-eval agreement`` and ``evaluate --labels`` all use
+# these ids, and only these functions make them.
+
+class ReviewItem(dict):
+    """One reviewable item, as a JSON-ready dict (report.html embeds a list of them):
+
+    ``sample_id``, ``item`` (the id), ``kind`` ("verdict" | "score"), ``metric`` (the score for a score
+    item, the metric whose finding it is for a verdict), ``index`` (the finding's 1-based position in
+    ``findings``, None for a score), ``label`` ("claim", "chunk at rank 2", "score"), ``text`` (the
+    finding's text, or the score's summary), ``verdict`` (the judge's verdict word, or the score at the
+    printed precision), ``ok`` (verdict: whether it counts for the score), ``probability`` (the judge's
+    P(yes), when known), ``score`` and ``threshold`` (the sample's score for ``metric``, and its gate
+    threshold), ``doubt`` (how close the judge was to the other answer: |P(yes) − 0.5| when known, else
+    |score − threshold|; smallest first is "most worth checking").
+    """
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self["sample_id"], self["item"]
+
+
+def score_item_id(score: str) -> str:
+    return f"{score}/score"
+
+
+def finding_item_id(metric: str, index: int) -> str:
+    return f"{metric}/finding/{index}"
+
+
+def parse_item_id(item: Any) -> tuple[str, str, int | None] | None:
+    """``(name, kind, index)`` for a well-formed item id, else None: "faithfulness/finding/3" →
+    ("faithfulness", "verdict", 3); "faithfulness/score" → ("faithfulness", "score", None)."""
+    if not isinstance(item, str):
+        return None
+    parts = item.split("/")
+    if len(parts) == 2 and parts[0] and parts[1] == "score":
+        return parts[0], "score", None
+    if len(parts) == 3 and parts[0] and parts[1] == "finding" and parts[2].isdigit():
+        index = int(parts[2])
+        if index >= 1 and parts[2] == str(index):  # "01" would name the same finding twice
+            return parts[0], "verdict", index
+    return None
+
+
+def _doubt(probability: Any, score: float | None, threshold: float | None) -> float:
+    if is_number(probability) and math.isfinite(probability):
+        return round(abs(float(probability) - 0.5), 6)
+    if score is not None:
+        return round(abs(score - (threshold if threshold is not None else 0.5)), 6)
+    return 0.5
+
+
+def sample_review_items(report: Mapping[str, Any], sample: Mapping[str, Any]) -> list[ReviewItem]:
+    """The sample's reviewable items, metric by metric in report order: the metric's computable score
+    items, then its verdicts in the order of its findings."""
+    sid = text_of(sample.get("sample_id"))
+    by_owner: dict[str, list[str]] = {}
+    for score in metric_names(report):
+        by_owner.setdefault(score_owner(score), []).append(score)
+    items: list[ReviewItem] = []
+    for owner, scores in by_owner.items():
+        for score in scores:
+            value, threshold = score_of(sample, score), threshold_for(report, score)
+            if value is not None:
+                items.append(ReviewItem(
+                    sample_id=sid, item=score_item_id(score), kind="score", metric=score, index=None,
+                    label="score", text=summary_of(sample, score), verdict=f"{reported(value):.3f}", ok=None,
+                    probability=None, score=value, threshold=threshold, doubt=_doubt(None, value, threshold),
+                ))
+        main = owner if owner in scores else scores[0]  # the score the metric's verdicts decide first
+        owner_score, owner_threshold = score_of(sample, main), threshold_for(report, main)
+        for k, finding in enumerate(findings_of(sample, owner), 1):
+            if not isinstance(finding.get("ok"), bool):
+                continue
+            probability = finding.get("probability")
+            probability = float(probability) if is_number(probability) and math.isfinite(probability) else None
+            items.append(ReviewItem(
+                sample_id=sid, item=finding_item_id(owner, k), kind="verdict", metric=owner, index=k,
+                label=text_of(finding.get("label")), text=text_of(finding.get("text")),
+                verdict=text_of(finding.get("verdict")), ok=finding["ok"], probability=probability,
+                score=owner_score, threshold=owner_threshold,
+                doubt=_doubt(probability, owner_score, owner_threshold),
+            ))
+    return items
+
+
+def review_items(report: Mapping[str, Any]) -> list[ReviewItem]:
+    """Every reviewable item of the report, sample by sample in report order."""
+    return [item for sample in samples_of(report) for item in sample_review_items(report, sample)]
+
+
+def review_fingerprint(items: list[ReviewItem]) -> str:
+    """A short hash of what was reviewed (ids and the judge's verdicts): report.html keys its saved marks
+    by it, so marks survive a re-rendered report and are dropped when the verdicts changed."""
+    text = json.dumps([[i["sample_id"], i["item"], i["verdict"]] for i in items], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def ppi_for(report: Mapping[str, Any], metric: str, category: str | None = None) -> Mapping[str, Any]:
+    """The prediction-powered estimate of ``metric``'s mean from reviewed items ({} without labels):
+    ``value``, ``ci_low``, ``ci_high``, ``n_labelled``, ``n_unlabelled``, ``note``."""
+    return _mapping(aggregate_for(report, metric, category).get("ppi"))
+
+
+def review_of(report: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The report's ``review`` section ({} when it was built without labels): the labels file and the
+    judge's error rates on the reviewed items."""
+    return _mapping(report.get("review"))
+
+
+def has_ppi(report: Mapping[str, Any]) -> bool:
+    return bool(review_of(report))
+
+
+def error_rate_rows(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The review's error-rate rows (metric, kind, n_reviewed, n_wrong, error_rate {value, ci_low,
+    ci_high}, cohen_kappa); the last one, metric "all", covers every reviewed item."""
+    return [r for r in _list(review_of(report).get("error_rates")) if isinstance(r, Mapping)]
+
+
+def review_summary(report: Mapping[str, Any]) -> str:
+    """One line on the review behind the PPI means: "12 of 58 items reviewed (labels.jsonl, by ana);
+    the judge was wrong on 2: error rate 0.167 [0.047, 0.448]"; "" without a review."""
+    review = review_of(report)
+    if not review:
+        return ""
+    labels = _mapping(review.get("labels"))
+    who = ", ".join(str(r) for r in _list(labels.get("reviewers"))) or "reviewer not named"
+    line = (f"{fmt_count(review.get('n_reviewed'))} of {fmt_count(review.get('n_items'))} items reviewed "
+            f"({text_of(labels.get('path'))}, {who})")
+    total = next((r for r in error_rate_rows(report) if r.get("metric") == "all"), None)
+    if total and total.get("n_reviewed"):
+        rate = _mapping(total.get("error_rate"))
+        line += (f"; the judge was wrong on {fmt_count(total.get('n_wrong'))} of {fmt_count(total.get('n_reviewed'))}"
+                 f": error rate {_fmt3(rate.get('value'))} [{_fmt3(rate.get('ci_low'))}, {_fmt3(rate.get('ci_high'))}]")
+    return line
+
+
+def _fmt3(value: Any) -> str:
+    return f"{value:.3f}" if is_number(value) else "—"

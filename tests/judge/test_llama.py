@@ -12,7 +12,13 @@ import pytest
 from offline_eval import prompts
 from offline_eval.judge import JudgeError, JudgeRequest
 from offline_eval.metrics import SampleContext
-from offline_eval.metrics.answer_relevancy import ClassifyAnswer, GenerateQuestions, answer_block
+from offline_eval.metrics.answer_relevancy import (
+    AddressesQuestion,
+    ClassifyAnswer,
+    GenerateQuestions,
+    answer_block,
+    question_answer_block,
+)
 from offline_eval.metrics.claim_coverage import ExtractClaims, VerifyClaims, verify_claims
 from offline_eval.metrics.context_precision import JudgeChunk, chunk_question
 from offline_eval.metrics.windows import context_windows
@@ -36,7 +42,7 @@ NASTY = [
 
 
 VERDICTS_2 = prompts.verdicts_schema(prompts.claim_keys(2))
-USEFUL = prompts.verdicts_schema(["useful"])
+RELEVANT = prompts.verdicts_schema(["relevant"])
 
 
 def _requests(lang: str):
@@ -45,8 +51,9 @@ def _requests(lang: str):
         yield ExtractClaims(text, "What is it?", 2, "answer").request(lang, "", "faithfulness")
         yield VerifyClaims((text, f"claim {i}")).request(
             lang, prompts.context_block([(1, text), (2, "Paris is in France.")], lang), "faithfulness")
-        yield GenerateQuestions(1).request(lang, answer_block(text, lang), "answer_relevancy")
-        yield ClassifyAnswer().request(lang, answer_block(text, lang), "answer_relevancy")
+        yield AddressesQuestion().request(lang, question_answer_block(text, text, lang), "answer_relevancy")
+        yield GenerateQuestions(1).request(lang, answer_block(text, lang), "answer_relevancy_ragas")
+        yield ClassifyAnswer().request(lang, answer_block(text, lang), "answer_relevancy_ragas")
         yield JudgeChunk(text).request(lang, chunk_question("Where is Paris?", text, lang, basis_is_reference=True),
                                        "context_precision")
 
@@ -66,9 +73,10 @@ def test_every_schema_gives_valid_output_on_hostile_text(tiny_judge):
             counts[key] = counts.get(key, 0) + 1
     # Verdict schemas are tight: they must always close. Free-text schemas may only fail loudly.
     assert counts[json.dumps(VERDICTS_2, sort_keys=True)] == 20
-    assert counts[json.dumps(USEFUL, sort_keys=True)] == 20
+    assert counts[json.dumps(RELEVANT, sort_keys=True)] == 20
     assert counts[json.dumps(ClassifyAnswer().schema, sort_keys=True)] == 20
-    assert sum(counts.values()) >= 90
+    assert counts[json.dumps(AddressesQuestion().schema, sort_keys=True)] == 20
+    assert sum(counts.values()) >= 110
 
 
 def test_fixed_length_verdicts_belong_to_claims_by_position(tiny_judge):

@@ -1,4 +1,5 @@
-"""Answer relevancy, model-free: scripted questions and evasiveness, a hashing embedder, both scorings."""
+"""Answer relevancy, model-free: the default (the judge's P(addresses the question)) and the RAGAS form
+(scripted questions and evasiveness, a hashing embedder), both scorings."""
 
 from __future__ import annotations
 
@@ -8,9 +9,71 @@ import pytest
 
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics import SampleContext
-from offline_eval.metrics.answer_relevancy import AnswerRelevancy, ClassifyAnswer, GenerateQuestions, answer_block
+from offline_eval.metrics.answer_relevancy import (
+    AddressesQuestion,
+    AnswerRelevancy,
+    AnswerRelevancyRagas,
+    ClassifyAnswer,
+    GenerateQuestions,
+    answer_block,
+    question_answer_block,
+)
 from offline_eval.testing import FakeJudge
 from tests.metrics.common import QUESTION, run, sample, scripted
+
+
+def test_default_scores_the_probability_that_the_answer_addresses_the_question():
+    def answer(request):
+        assert list(request.schema["properties"]) == ["addresses"]
+        return {"addresses": "yes"}, {"addresses": {"yes": 0.9, "no": 0.1}}
+
+    judge = FakeJudge(answer)
+    report = run([sample("s")], judge, "answer_relevancy")
+    row = report["samples"][0]
+    assert row["scores"]["answer_relevancy"] == pytest.approx(0.9)
+    details = row["details"]["answer_relevancy"]
+    assert details["addresses"] is True
+    assert details["findings"] == [{"label": "answer", "text": "the answer addresses the question",
+                                    "verdict": "addresses", "ok": True, "probability": 0.9}]
+    # One call, shown the question and the answer; no embedder is loaded for it.
+    (request,) = judge.requests
+    assert QUESTION in request.shared and "<answer>" in request.shared
+    assert report["run"]["embedders"] == {}
+    hard = run([sample("s")], FakeJudge(answer), "answer_relevancy", verdict_scoring="hard")["samples"][0]
+    assert hard["scores"]["answer_relevancy"] == 1.0
+
+
+def test_default_scores_an_off_topic_or_evasive_answer_low():
+    def answer(request):
+        return {"addresses": "no"}, {"addresses": {"yes": 0.2, "no": 0.8}}
+
+    row = run([sample("s")], FakeJudge(answer), "answer_relevancy")["samples"][0]
+    assert row["scores"]["answer_relevancy"] == pytest.approx(0.2)
+    assert row["details"]["answer_relevancy"]["findings"][0]["verdict"] == "off-topic or evasive"
+    hard = run([sample("s")], FakeJudge(answer), "answer_relevancy", verdict_scoring="hard")["samples"][0]
+    assert hard["scores"]["answer_relevancy"] == 0.0
+
+
+def test_default_empty_answer_scores_zero_without_a_call():
+    judge = FakeJudge()
+    row = run([sample("e", answer=" ")], judge, "answer_relevancy")["samples"][0]
+    assert row["scores"]["answer_relevancy"] == 0.0 and judge.requests == []
+
+
+def test_the_ragas_form_runs_only_when_named():
+    from offline_eval.config import EvalConfig
+
+    assert "answer_relevancy" in EvalConfig().metrics
+    assert "answer_relevancy_ragas" not in EvalConfig().metrics
+
+
+def test_addresses_task_in_both_languages_defuses_the_texts():
+    block = question_answer_block("q</question>", "a</answer>", "en")
+    assert block.count("</question>") == 1 and block.count("</answer>") == 1
+    assert question_answer_block("长江有多长？", "约6300公里。", "zh").startswith("问题：")
+    task = AddressesQuestion()
+    assert task.schema["required"] == ["addresses"]
+    assert "不论信息对错" in task.text("zh") and "whether or not" in task.text("en")
 
 
 def test_questions_like_the_asked_one_score_high_with_findings():
@@ -20,13 +83,13 @@ def test_questions_like_the_asked_one_score_high_with_findings():
             return {"questions": [QUESTION, QUESTION, "What colour is the sky?"]}
         return {"answer_kind": "informative"}, {"answer_kind": {"evasive": 0.1, "informative": 0.9}}
 
-    report = run([sample("s")], FakeJudge(answer), "answer_relevancy")
+    report = run([sample("s")], FakeJudge(answer), "answer_relevancy_ragas")
     row = report["samples"][0]
-    details = row["details"]["answer_relevancy"]
+    details = row["details"]["answer_relevancy_ragas"]
     # Repeats are dropped: two distinct questions, one identical to the asked one.
     assert [q["text"] for q in details["generated_questions"]] == [QUESTION, "What colour is the sky?"]
     assert details["generated_questions"][0]["similarity"] == pytest.approx(1.0)
-    assert row["scores"]["answer_relevancy"] == pytest.approx(0.5, abs=1e-6)  # mean of 1 and 0
+    assert row["scores"]["answer_relevancy_ragas"] == pytest.approx(0.5, abs=1e-6)  # mean of 1 and 0
     assert details["noncommittal"] is False
     assert details["findings"][0] == {"label": "answer", "text": "the answer gives information",
                                       "verdict": "informative", "ok": True, "probability": 0.1}
@@ -37,20 +100,20 @@ def test_questions_like_the_asked_one_score_high_with_findings():
 
 def test_evasive_answer_scores_zero_whatever_the_verdict_scoring():
     for mode in ("hard", "probability"):
-        row = run([sample("s")], scripted(answer_kind="evasive", p_evasive=0.75), "answer_relevancy",
+        row = run([sample("s")], scripted(answer_kind="evasive", p_evasive=0.75), "answer_relevancy_ragas",
                   verdict_scoring=mode)["samples"][0]
-        assert row["scores"]["answer_relevancy"] == 0.0
-        assert row["details"]["answer_relevancy"]["summary"] == "evasive answer: scored 0"
-        assert row["details"]["answer_relevancy"]["findings"][0]["probability"] == 0.75
+        assert row["scores"]["answer_relevancy_ragas"] == 0.0
+        assert row["details"]["answer_relevancy_ragas"]["summary"] == "evasive answer: scored 0"
+        assert row["details"]["answer_relevancy_ragas"]["findings"][0]["probability"] == 0.75
     # an informative answer is not discounted by its P(evasive)
-    informative = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy")["samples"][0]
-    hard = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy", verdict_scoring="hard")["samples"][0]
-    assert informative["scores"] == hard["scores"] and informative["scores"]["answer_relevancy"] > 0.0
+    informative = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy_ragas")["samples"][0]
+    hard = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy_ragas", verdict_scoring="hard")["samples"][0]
+    assert informative["scores"] == hard["scores"] and informative["scores"]["answer_relevancy_ragas"] > 0.0
 
 
 def test_empty_answer_scores_zero_without_a_judge_call():
     judge = FakeJudge()
-    metric = AnswerRelevancy()
+    metric = AnswerRelevancyRagas()
     empty = sample("empty", answer="  ")
     evidence = metric.collect(SampleContext(empty, "en", judge, metric.name))
     assert judge.requests == []
@@ -59,13 +122,13 @@ def test_empty_answer_scores_zero_without_a_judge_call():
         raise AssertionError("nothing to embed for an empty answer")
 
     (outcome,) = metric.score([empty], [evidence], no_embedding)
-    assert outcome.scores == {"answer_relevancy": 0.0}
+    assert outcome.scores == {"answer_relevancy_ragas": 0.0}
     assert outcome.not_computable is None
     assert outcome.details == {"reason": "empty answer"}
 
 
 def test_empty_answer_scores_zero_next_to_scored_answers():
-    metric = AnswerRelevancy()
+    metric = AnswerRelevancyRagas()
     judge = FakeJudge()
     samples = [sample("good"), sample("empty", answer="")]
     evidence = [metric.collect(SampleContext(s, "en", judge, metric.name)) for s in samples]
@@ -74,15 +137,15 @@ def test_empty_answer_scores_zero_next_to_scored_answers():
         return np.ones((len(texts), 2)) / np.sqrt(2)
 
     good, empty = metric.score(samples, evidence, same_vector)
-    assert good.scores["answer_relevancy"] == pytest.approx(1.0)
-    assert empty.scores["answer_relevancy"] == 0.0
+    assert good.scores["answer_relevancy_ragas"] == pytest.approx(1.0)
+    assert empty.scores["answer_relevancy_ragas"] == 0.0
 
 
 def test_no_generated_question_is_not_computable():
     report = run([sample("s")], FakeJudge(lambda r: {"questions": [" "] * r.schema["properties"]["questions"]["minItems"]}
                                           if "questions" in r.schema["properties"] else {"answer_kind": "informative"}),
-                 "answer_relevancy")
-    assert report["samples"][0]["not_computable"]["answer_relevancy"] == "the judge generated no question"
+                 "answer_relevancy_ragas")
+    assert report["samples"][0]["not_computable"]["answer_relevancy_ragas"] == "the judge generated no question"
 
 
 @pytest.mark.parametrize("n", [1, 3])

@@ -64,7 +64,8 @@ def test_html_is_self_contained(report):
     assert "http://" not in page and "https://" not in page
     assert "@import" not in page and "url(" not in page
     scripts = [attrs for tag, attrs in parser.tags if tag == "script"]
-    assert scripts == [{}]  # exactly one inline script, no src
+    # one inline script, no src, and the review data it reads (a data block, never executed)
+    assert scripts == [{"type": "application/json", "id": "review-data"}, {}]
     assert "default-src 'none'" in page  # CSP: nothing can be fetched on open
 
 
@@ -83,7 +84,7 @@ def test_html_escapes_user_text(report):
     assert SCRIPT not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&quot;REFUND90&quot;" in page
-    assert page.count("<script") == 1
+    assert page.count("<script") == 2  # the review data and the one script
     # attribute values cannot be broken out of either
     sample_of(report, "billing-001")["question"] = '"><img src=x onerror=alert(1)>'
     page = render_html(report)
