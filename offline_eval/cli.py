@@ -190,8 +190,9 @@ def _threshold_help() -> str:
               "cores ÷ workers with --workers]")
 @click.option("--workers", type=int, help="Judge with N llama.cpp processes on Ray (pip install 'offline-eval[ray]'), "
               "each with its own model and --threads threads; same report bytes.  [default: in this process]")
-@click.option("--ray", "ray_address", metavar="ADDRESS", help="Run the --workers on an existing Ray cluster ('auto', "
-              "HOST:PORT); every node needs offline-eval and the models.  [default: one worker per 2 CPUs]")
+@click.option("--ray", "ray_address", metavar="ADDRESS", help="Run the workers on an existing Ray cluster, from one of "
+              "its nodes ('auto', HOST:PORT); every node needs offline-eval and the models. Without --workers: one "
+              "worker per 2 CPUs of the cluster.")
 @click.option("--concurrency", type=int, help="Requests in flight to a --judge-url server (not byte-deterministic).  "
               "[default: 1]")
 @click.option("--gpu-layers", "n_gpu_layers", type=int, help="Layers to offload to a GPU (-1: all).  [default: 0]")

@@ -16,7 +16,7 @@ the workers' model loads inside the Ray runs), with the embedders loaded once be
 ``wall_seconds`` is the whole run (loading the driver's judge; for Ray, starting Ray and the workers
 and their model loads; judging; scoring). For Ray, ``seconds_judging`` counts from the first sample
 dealt to the last result, so the steady rate and the fixed cost can be read apart. Samples come from a benchmark's dev split (scripts/bench_adapters.py),
-first N in file order. Every report must be byte-identical to the in-process one.
+first N in file order (``--shortest``: the N shortest of the first 100, for a short run). Every report must be byte-identical to the in-process one.
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bench", default="ares", choices=["ares", "attributionbench", "hotpotqa"])
     parser.add_argument("--n", type=int, default=12)
+    parser.add_argument("--shortest", action="store_true",
+                        help="the N shortest of the split's first 100 items (in file order) instead of the first N")
     parser.add_argument("--judge", default="qwen2.5-coder-1.5b")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--single-thread", action="store_true", help="also time one process with one thread")
@@ -79,7 +81,11 @@ def main() -> int:
     rows: dict[str, dict] = {}
     reports: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        items = bench_adapters.convert(args.bench, "dev", limit=args.n)
+        items = bench_adapters.convert(args.bench, "dev", limit=100 if args.shortest else args.n)
+        if args.shortest:
+            size = {id(item): len(json.dumps(item[0], ensure_ascii=False)) for item in items}
+            keep = {id(item) for item in sorted(items, key=lambda item: size[id(item)])[:args.n]}
+            items = [item for item in items if id(item) in keep]
         samples, _ = bench_adapters.write(items, Path(tmp))
         embedders = EmbedderSet()
         for lang in ("en", "zh"):
@@ -103,6 +109,7 @@ def main() -> int:
     figures = {
         "bench": args.bench,
         "samples": args.n,
+        "selection": "shortest of the first 100" if args.shortest else "first",
         "judge": args.judge,
         "cores": cores,
         "runs": rows,
