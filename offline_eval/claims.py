@@ -34,10 +34,14 @@ _STOP = frozenset(
 )
 
 
+def clauses(text: str) -> list[str]:
+    """The text's clauses (pieces between punctuation and joining conjunctions), stripped."""
+    return [c.strip() for c in _CLAUSE.split(text) if c and len(c.strip()) > 2]
+
+
 def claim_budget(text: str, max_claims: int) -> int:
     """At most one claim per clause (and at least one), never more than ``max_claims``."""
-    clauses = [c for c in _CLAUSE.split(text) if c and len(c.strip()) > 2]
-    return max(1, min(max_claims, len(clauses)))
+    return max(1, min(max_claims, len(clauses(text))))
 
 
 _SUFFIX = re.compile(r"(?<=[a-z]{3})(?:ing|ed|es|s)$")

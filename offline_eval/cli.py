@@ -101,6 +101,20 @@ def _parse_pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
     return out
 
 
+def _parse_criteria(values: tuple[str, ...]) -> dict[str, str]:
+    """--criterion NAME="question" flags: {name: question}; a name given twice is a usage error."""
+    out: dict[str, str] = {}
+    for item in values:
+        name, sep, question = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise InputError(f"--criterion {item!r}: expected NAME=\"a question the judge answers yes or no\"")
+        if name in out:
+            raise InputError(f"--criterion {name!r} is given twice")
+        out[name] = question
+    return out
+
+
 def _metric_param_options(command: Callable[..., None]) -> Callable[..., None]:
     """A flag for every registered metric's parameters (--max-claims, --n-questions...)."""
     from offline_eval.metrics import param_fields
@@ -112,10 +126,12 @@ def _metric_param_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _metrics_help() -> str:
-    from offline_eval.metrics import default_metrics, metric_names
+    from offline_eval.metrics import REGISTRY, default_metrics
+    from offline_eval.metrics.criteria import is_criterion
 
-    extra = [name for name in metric_names() if name not in default_metrics()]
-    return f"Comma-separated list of: {', '.join(default_metrics())} (the default), {', '.join(extra)}."
+    extra = [name for name in REGISTRY if name not in default_metrics() and not is_criterion(name)]
+    return (f"Comma-separated list of: {', '.join(default_metrics())} (the default), {', '.join(extra)}; "
+            "+NAME adds a metric to the default list (--metrics +answer_correctness).")
 
 
 def _threshold_help() -> str:
@@ -145,6 +161,10 @@ def _threshold_help() -> str:
 @click.option("--no-cache", is_flag=True, help="Bypass the judge cache (every call is made again).")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False, path_type=Path),
               help="SQLite judge cache.  [default: ~/.cache/offline-eval/judge-cache.sqlite]")
+@click.option("--criterion", "criteria", multiple=True, metavar='NAME="QUESTION"', help="A custom metric: a "
+              "question about each answer that the judge answers yes or no (shown the question and the answer); "
+              "repeatable. Scored P(yes) (or 1/0 with --verdict-scoring hard), gated at 0.8 unless --threshold "
+              "NAME=VALUE. The config file's [criteria.NAME] table can also show the judge the context.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="METRIC=VALUE", help=_threshold_help())
 @click.option("--category-threshold", "category_thresholds", multiple=True, metavar="CATEGORY:METRIC=VALUE",
               help="Gate one category on its own threshold; repeatable.")
@@ -162,6 +182,9 @@ def _threshold_help() -> str:
 @click.option("--format", "formats", default="json,md,html,junit", show_default=True,
               help="Reports to write: any of json, md, html, junit.")
 @click.option("--skip-invalid", is_flag=True, help="Evaluate the valid records; list the invalid ones in the report.")
+@click.option("--dry-run", is_flag=True, help="Judge nothing: check the data and settings, count every judge call, "
+              "its prompt tokens (sent, and evaluated after prefix sharing) and expected output, and estimate "
+              "the time from the judge's speed measured on this machine. Exit 0.")
 @click.option("--n-ctx", type=int, help="Judge context window in tokens.  [default: 8192]")
 @click.option("--threads", "n_threads", type=int, help="CPU threads for each judge process.  [default: all cores; "
               "cores ÷ workers with --workers]")
@@ -178,7 +201,7 @@ def _threshold_help() -> str:
 @click.option("--verbose", "-v", is_flag=True, help="Show llama.cpp's own log.")
 def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | None, skip_invalid: bool,
                  quiet: bool, thresholds: tuple[str, ...], category_thresholds: tuple[str, ...],
-                 no_cache: bool, allow_empty: bool, **flags) -> None:
+                 criteria: tuple[str, ...], no_cache: bool, allow_empty: bool, dry_run: bool, **flags) -> None:
     """Score the samples in DATA (JSON, JSONL or CSV) and write the reports.
 
     Each record needs a question, its retrieved contexts (a list, in rank order) and the answer;
@@ -210,6 +233,8 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
             settings["use_cache"] = False
         if allow_empty:
             settings["allow_empty"] = True
+        if criteria:
+            settings["criteria"] = _parse_criteria(criteria)
         if thresholds:
             settings["thresholds"] = _parse_pairs(thresholds, "--threshold")
         if category_thresholds:
@@ -223,7 +248,39 @@ def evaluate_cmd(data: Path, out_dir: Path, formats: str, config_file: Path | No
         apply_settings(config, settings, "command line")
     except ConfigError as exc:
         raise InputError(str(exc)) from None
+    if dry_run:
+        _dry_run(data, config, skip_invalid, quiet)
     _run_evaluation(data, config, out_dir, fmt, skip_invalid, quiet)
+
+
+@contextlib.contextmanager
+def _run_errors() -> Iterator[None]:
+    """What stops a run before it judges (bad data, settings, labels, model, cache or server) as a usage error,
+    exit 2."""
+    from offline_eval.agreement import LabelsError
+    from offline_eval.config import ConfigError
+    from offline_eval.data import DatasetError
+    from offline_eval.judge.cache import CacheError
+    from offline_eval.judge.server import JudgeServerError
+    from offline_eval.modelstore import ModelError
+    from offline_eval.runner import WorkerError
+
+    try:
+        yield
+    except DatasetError as exc:
+        raise InputError(f"invalid input:\n{exc}") from None
+    except (ConfigError, ModelError, CacheError, JudgeServerError, LabelsError, WorkerError) as exc:
+        raise InputError(str(exc)) from None
+
+
+def _dry_run(data: Path, config, skip_invalid: bool, quiet: bool) -> None:
+    from offline_eval.plan import dry_run
+
+    with _run_errors():
+        text = dry_run(data, config, skip_invalid=skip_invalid, say=(lambda _: None) if quiet else click.echo,
+                       warn=lambda line: click.echo(line, err=True), source="command line")
+    click.echo(text)
+    sys.exit(EXIT_PASSED)
 
 
 @contextlib.contextmanager
@@ -251,14 +308,8 @@ def _interrupt_flag() -> Iterator[threading.Event]:
 def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...], skip_invalid: bool,
                     quiet: bool) -> None:
     from offline_eval import console
-    from offline_eval.agreement import LabelsError
-    from offline_eval.config import ConfigError
-    from offline_eval.data import DatasetError
-    from offline_eval.judge.cache import CacheError
-    from offline_eval.judge.server import JudgeServerError
-    from offline_eval.modelstore import ModelError
     from offline_eval.report.writers import write_reports, write_text
-    from offline_eval.runner import WorkerError, run
+    from offline_eval.runner import run
 
     say = (lambda _: None) if quiet else click.echo
     show_progress = console.progress_printer(quiet=quiet)
@@ -269,14 +320,10 @@ def _run_evaluation(data: Path, config, out_dir: Path, formats: tuple[str, ...],
             raise KeyboardInterrupt  # the first one was raised where it could not stop the run
 
     try:
-        with _interrupt_flag() as interrupted:
+        with _run_errors(), _interrupt_flag() as interrupted:
             result = run(data, config, skip_invalid=skip_invalid, say=say,
                          warn=lambda line: click.echo(line, err=True), on_progress=on_progress,
                          source="command line")
-    except DatasetError as exc:
-        raise InputError(f"invalid input:\n{exc}") from None
-    except (ConfigError, ModelError, CacheError, JudgeServerError, LabelsError, WorkerError) as exc:
-        raise InputError(str(exc)) from None
     except KeyboardInterrupt:
         click.echo(f"\n{INTERRUPTED}", err=True)
         sys.exit(EXIT_INTERRUPTED)

@@ -15,7 +15,9 @@ distinguishable from zero:
   often than ``alpha``.
 
 A metric is "improved" or "regressed" only when both agree (Holm-adjusted ``p < alpha`` *and* the
-interval excludes 0); otherwise "no significant change". All metrics are higher-is-better. For each metric
+interval excludes 0); otherwise "no significant change". A score is higher-is-better unless its metric
+says otherwise: a significant rise of a lower-is-better one (hallucination) is a regression, and a
+score that is neither (self-knowledge) "increased" or "decreased". For each metric
 the samples that moved most are listed with the judge's evidence from both reports (each metric's
 summary and the findings that counted against its score: unsupported claims, irrelevant chunks...)
 so that a regression can be read, not just seen. Reports are read through ``offline_eval.report.view``.
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from offline_eval import stats
+from offline_eval.metrics import score_spec
 from offline_eval.report import view
 from offline_eval.report.text import md_text
 from offline_eval.report.view import ReportError, metric_names, score_of
@@ -98,14 +101,17 @@ def _run_warnings(base: dict, new: dict) -> list[str]:
 
 
 def _verdict(
-    p: float | None, low: float | None, high: float | None, diff: float | None, alpha: float
+    p: float | None, low: float | None, high: float | None, diff: float | None, alpha: float,
+    higher_is_better: bool | None = True,
 ) -> tuple[bool, str]:
     if p is None or low is None or high is None or diff is None:
         return False, "no significant change"
     significant = p < alpha and (low > 0 or high < 0)
     if not significant:
         return False, "no significant change"
-    return True, "improved" if diff > 0 else "regressed"
+    if higher_is_better is None:
+        return True, "increased" if diff > 0 else "decreased"
+    return True, "improved" if (diff > 0) == higher_is_better else "regressed"
 
 
 def _paired_scores(
@@ -157,7 +163,8 @@ def compare_reports(
     over those same samples (so they can differ from each report's own aggregate). The interval has
     level ``1 - alpha``. ``p_value_holm`` is ``p_value`` Holm-adjusted over the ``n_tests`` metrics
     that have one, and it is the one compared with ``alpha``. ``verdict`` is "improved",
-    "regressed", "no significant change", or "not comparable" when no sample is computable in either
+    "regressed" (by the score's direction), "increased" / "decreased" (a score that is neither better
+    high nor low), "no significant change", or "not comparable" when no sample is computable in either
     report. ``movers`` are the ``5`` samples with the largest ``|diff|`` (nonzero only), largest
     first. Raises :class:`ReportError` on malformed input.
     """
@@ -237,7 +244,9 @@ def compare_reports(
     tested = [m for m in metrics_out if m["p_value"] is not None]
     for m, p_holm in zip(tested, stats.holm_adjust([m["p_value"] for m in tested])):
         m["p_value_holm"] = p_holm
-        m["significant"], m["verdict"] = _verdict(p_holm, m["ci_low"], m["ci_high"], m["mean_diff"], alpha)
+        spec = score_spec(m["metric"])
+        m["significant"], m["verdict"] = _verdict(p_holm, m["ci_low"], m["ci_high"], m["mean_diff"], alpha,
+                                                  spec.higher_is_better if spec else True)
 
     return {
         "alpha": alpha,

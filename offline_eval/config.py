@@ -12,8 +12,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offline_eval.metrics import default_metrics, default_thresholds, metric_names, param_fields, score_specs
+from offline_eval.metrics import (
+    default_metrics,
+    default_thresholds,
+    metric_names,
+    param_fields,
+    score_owner,
+    score_spec,
+    score_specs,
+)
 from offline_eval.metrics.base import VERDICT_SCORING, Metric
+from offline_eval.metrics.criteria import (
+    DEFAULT_THRESHOLD,
+    CriterionError,
+    CriterionSpec,
+    define_criterion,
+    is_criterion,
+    parse_criteria,
+)
 
 
 @dataclass
@@ -45,6 +61,8 @@ class EvalConfig:
     verbose: bool = False
     # Metric parameters by name (max_claims, n_questions...), over the defaults of each metric's Params.
     params: dict[str, int] = field(default_factory=dict)
+    # Custom yes/no criteria by name; each is a metric of that name, always run.
+    criteria: dict[str, CriterionSpec] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         # config.max_claims: a metric parameter reads like any other setting.
@@ -108,6 +126,11 @@ def _typed(name: str, value: Any, source: str) -> Any:
             raise fail("numbers (e.g. 0.8)")
         return float(v)
 
+    if name == "criteria":
+        try:
+            return parse_criteria(value)
+        except CriterionError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
     if name == "metrics":
         if isinstance(value, str):
             return tuple(m.strip() for m in value.split(",") if m.strip())
@@ -167,19 +190,40 @@ RAY_INSTALL = "pip install 'offline-eval[ray]'"
 def apply_settings(config: EvalConfig, settings: dict, source: str) -> EvalConfig:
     """Overlay settings (from a file or flags) on a config, checking names and value types."""
     aliases = {"lang": "language"}
-    for key, value in settings.items():
+    # Criteria first: they register the metrics that this layer's metric list and thresholds may name.
+    for key, value in sorted(settings.items(), key=lambda item: item[0] != "criteria"):
         name = aliases.get(key, key).replace("-", "_")
         if name not in setting_names():
             raise ConfigError(f"{source}: unknown setting {key!r}")
         value = _typed(name, value, source)
+        if name == "criteria":
+            _define_criteria(config, value, source)
+            continue
         if name == "thresholds":
             value = {**config.thresholds, **value}
+        if name == "metrics" and value and all(m.startswith("+") for m in value):
+            value = (*config.metrics, *(m[1:] for m in value if m[1:] not in config.metrics))  # added to the list
         if name in param_fields():
             config.params[name] = value
         else:
             setattr(config, name, value)
+    # A defined criterion always runs, whatever the metric list says.
+    config.metrics = (*config.metrics, *(c for c in config.criteria if c not in config.metrics))
     validate(config, source)
     return config
+
+
+def _define_criteria(config: EvalConfig, specs: dict[str, CriterionSpec], source: str) -> None:
+    """Register each criterion's metric and give it its gate threshold (its own, or the default)."""
+    for name, spec in specs.items():
+        try:
+            define_criterion(spec)
+        except CriterionError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+        config.criteria[name] = spec
+        if spec.threshold is not None or name not in config.thresholds:
+            config.thresholds = {**config.thresholds, name: DEFAULT_THRESHOLD if spec.threshold is None
+                                 else spec.threshold}
 
 
 def setting_names() -> set[str]:
@@ -206,19 +250,25 @@ def validate(config: EvalConfig, source: str) -> None:
     known = metric_names()
     if not config.metrics:
         raise ConfigError(f"{source}: no metric to run; choose from {', '.join(known)}")
-    bad = [m for m in config.metrics if m not in known]
+    bad = [m for m in config.metrics if m not in known or (is_criterion(m) and m not in config.criteria)]
     if bad:
-        raise ConfigError(f"{source}: unknown metric(s) {', '.join(bad)}; choose from {', '.join(known)}")
+        choices = [m for m in known if not is_criterion(m) or m in config.criteria]
+        raise ConfigError(f"{source}: unknown metric(s) {', '.join(bad)}; choose from {', '.join(choices)}")
     if len(set(config.metrics)) != len(config.metrics):
         raise ConfigError(f"{source}: a metric is named twice in {', '.join(config.metrics)}")
     _check_ranges(config, source)
-    scores = {spec.name for spec in score_specs()}
+    scores = {spec.name for spec in score_specs() if not is_criterion(score_owner(spec.name))
+              or score_owner(spec.name) in config.criteria}
     for scope, table in [("", config.thresholds), *((f"{c}/", t) for c, t in config.category_thresholds.items())]:
         for metric, value in table.items():
             if metric not in scores:
                 raise ConfigError(f"{source}: threshold for unknown metric {scope}{metric!r}")
             if not 0.0 <= float(value) <= 1.0:
                 raise ConfigError(f"{source}: threshold {scope}{metric}={value} is outside [0, 1]")
+            spec = score_spec(metric)
+            if spec is not None and spec.higher_is_better is not True:
+                raise ConfigError(f"{source}: {scope}{metric} is a diagnostic where higher is not better; it is "
+                                  "reported and compared, not gated")
     if config.language not in ("auto", "en", "zh"):
         raise ConfigError(f"{source}: language must be auto, en or zh, not {config.language!r}")
     if config.gate_on not in ("mean", "lower", "ppi"):

@@ -59,6 +59,28 @@ def context_block(chunks: Sequence[tuple[int, str]], lang: str) -> str:
     return f"{head}\n<context>\n{body}\n</context>\n\n"
 
 
+def answer_block(answer: str, lang: str) -> str:
+    """The shared prefix of a sample's answer-only calls (answer relevancy's questions and evasiveness,
+    custom criteria judged without the context)."""
+    head = "待评估的回答：" if lang == "zh" else "The answer to evaluate:"
+    return f"{head}\n<answer>\n{defuse(answer)}\n</answer>\n\n"
+
+
+def question_answer_block(question: str, answer: str, lang: str) -> str:
+    """The shared prefix of the calls about an answer to its question (answer relevancy, custom criteria
+    judged without the context)."""
+    if lang == "zh":
+        return f"问题：\n<question>\n{defuse(question)}\n</question>\n回答：\n<answer>\n{defuse(answer)}\n</answer>\n\n"
+    return (f"The question:\n<question>\n{defuse(question)}\n</question>\nThe answer to evaluate:\n<answer>\n"
+            f"{defuse(answer)}\n</answer>\n\n")
+
+
+def reference_block(reference: str, lang: str) -> str:
+    """The shared prefix of the calls that check claims against the reference answer."""
+    head = "参考答案：" if lang == "zh" else "The reference answer:"
+    return f"{head}\n<reference>\n{defuse(reference)}\n</reference>\n\n"
+
+
 # ------------------------------------------------------------------ schemas: tight, so output always closes
 
 VERDICT = {"type": "string", "enum": ["yes", "no"]}
@@ -123,9 +145,27 @@ class Task(ABC, Generic[T]):
     def parse(self, result: JudgeResult) -> T:
         """The answer, from a schema-valid result of this task."""
 
+    def estimate(self) -> Any:
+        """A plausible answer, for ``--dry-run`` (which sizes the calls without judging): the first option
+        of every enum, the fewest items of every list. Tasks whose answer shapes later calls say better."""
+        return schema_estimate(self.schema)
+
     def request(self, lang: str, shared: str = "", metric: str = "") -> JudgeRequest:
         """The judge call asking this task after ``shared`` text, accounted to ``metric``."""
-        return JudgeRequest(SYSTEM[lang], shared, self.text(lang), self.schema, self.max_tokens, metric)
+        return JudgeRequest(SYSTEM[lang], shared, self.text(lang), self.schema, self.max_tokens, metric,
+                            estimate=self.estimate)
+
+
+def schema_estimate(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema-valid object for the schemas tasks use: enums take their first option, lists their
+    minimum number of one-word items."""
+    out: dict[str, Any] = {}
+    for key, prop in schema.get("properties", {}).items():
+        if "enum" in prop:
+            out[key] = prop["enum"][0]
+        elif prop.get("type") == "array":
+            out[key] = ["item"] * prop.get("minItems", 0)
+    return out
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,9 @@ class SampleJudged:
 def judge_sample(work: SampleWork, metrics: Sequence[Metric], judge: Judge) -> SampleJudged:
     """Every metric's judge calls for one sample. Touches nothing shared but the judge."""
     usage: dict[str, Usage] = defaultdict(Usage)
-    evidence = {m.name: m.collect(SampleContext(work.sample, work.lang, judge, m.name, usage)) for m in metrics}
+    answers: dict = {}  # one sample's judge answers, shared by its metrics: no question is asked twice
+    evidence = {m.name: m.collect(SampleContext(work.sample, work.lang, judge, m.name, usage, answers))
+                for m in metrics}
     return SampleJudged(evidence, dict(usage))
 
 
@@ -289,6 +291,8 @@ def evaluate_samples(
 
     params: dict[str, Any] = {**config.all_params(), "n_resamples": config.n_resamples,
                               "verdict_scoring": config.verdict_scoring}
+    if config.criteria:  # what each criterion asked (absent without criteria: older reports keep their bytes)
+        params["criteria"] = {name: spec.describe() for name, spec in sorted(config.criteria.items())}
     run_info = {
         "tool": "offline-eval",
         "version": __version__,
@@ -336,6 +340,7 @@ def _sample_row(i: int, sample: Sample, lang: str, metrics: Sequence[Metric],
             scores[name] = None if value is None or not np.isfinite(value) else round(float(value), 6)
         if outcome.not_computable:
             not_computable[metric.name] = outcome.not_computable
+        not_computable.update(outcome.score_reasons)
         if outcome.details:
             details[metric.name] = outcome.details
     return {

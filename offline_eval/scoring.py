@@ -52,6 +52,12 @@ def fraction_true(verdicts: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, n
     return scores, computable
 
 
+def f1(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
+    """The harmonic mean 2PR ÷ (P + R), 0 where both are 0."""
+    total = precision + recall
+    return np.divide(2 * precision * recall, total, out=np.zeros_like(total, dtype=np.float64), where=total > 0)
+
+
 def average_precision(relevant: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rank-aware context precision: AP = Σ_k precision@k · v_k ÷ Σ_k v_k, rank 1 in column 0, with
     precision@k = mean(v_1..v_k). ``relevant`` may be soft (P(relevant) per chunk): the same formula.
@@ -66,6 +72,41 @@ def average_precision(relevant: np.ndarray, mask: np.ndarray) -> tuple[np.ndarra
     ap = np.divide((precision_at_k * v).sum(axis=1), n_relevant,
                    out=np.zeros(len(n_relevant), dtype=np.float64), where=n_relevant > 0)
     return ap, computable
+
+
+def claim_chunk_diagnostics(answer_chunks: np.ndarray, reference_chunks: np.ndarray, answer_in_reference: np.ndarray,
+                            reference_in_answer: np.ndarray) -> dict[str, float | None]:
+    """RAGChecker's diagnostic shares (arXiv 2408.08067, §3) from one sample's claim × chunk matrix.
+
+    ``answer_chunks`` (n_a, k) and ``reference_chunks`` (n_r, k): does chunk j entail claim i;
+    ``answer_in_reference`` (n_a,): is the answer claim in the reference answer (correct);
+    ``reference_in_answer`` (n_r,): is the reference claim in the answer. Values are 1/0 verdicts or
+    soft P(yes); the set algebra is NOT p = 1 − p, AND = product, "in some chunk" = max over chunks, so
+    that 1/0 verdicts give the paper's counts exactly. A chunk is relevant when it entails a reference
+    claim (max over reference claims). An incorrect claim entailed by both a relevant and an irrelevant
+    chunk is noise from the relevant one only (as RAGChecker's own code counts it), so the two noise
+    shares, hallucination, self-knowledge and the correct claims from the context add up to 1.
+    None where a share has nothing to divide by.
+    """
+    n_a, k = answer_chunks.shape
+    relevant = reference_chunks.max(axis=0) if reference_chunks.size else np.zeros(k)
+    in_context = answer_chunks.max(axis=1) if k else np.zeros(n_a)
+    in_relevant = (answer_chunks * relevant).max(axis=1) if k else np.zeros(n_a)
+    in_irrelevant = (answer_chunks * (1 - relevant)).max(axis=1) * (1 - in_relevant) if k else np.zeros(n_a)
+    wrong = 1 - answer_in_reference
+    retrieved = reference_chunks.max(axis=1) if k else np.zeros(len(reference_in_answer))
+
+    def share(values: np.ndarray, weights: np.ndarray | None = None) -> float | None:
+        total = float(values.size if weights is None else weights.sum())
+        return float((values if weights is None else values * weights).sum() / total) if total > 0 else None
+
+    return {
+        "context_utilization": share(reference_in_answer, retrieved),
+        "noise_sensitivity_relevant": share(wrong * in_relevant),
+        "noise_sensitivity_irrelevant": share(wrong * in_irrelevant),
+        "hallucination": share(wrong * (1 - in_context)),
+        "self_knowledge": share(answer_in_reference * (1 - in_context)),
+    }
 
 
 def mean_cosine(query: np.ndarray, generated: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

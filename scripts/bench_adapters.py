@@ -30,6 +30,9 @@ NAME                   dev / test                                    labels
                        ``dev_subsampled.jsonl``                      ``context_precision`` (AP)
 ``ocnli``              lines 1-1500 / 1501-3000 of                   ``entailed`` (1: entailment;
                        ``ocnli_zh/dev.json`` (label ``-`` left out)  0: neutral or contradiction)
+``halueval``           lines 1-500 / 501-1000 of                     ``correct`` (by construction, not
+                       ``halueval_qa/...first1000.jsonl``, two       human: 1 the gold answer, 0
+                       samples a line                                ChatGPT's hallucinated one)
 =====================  ============================================  ===================================
 
 Standard library only, so it runs anywhere the benchmarks are.
@@ -234,11 +237,40 @@ def ocnli(root: Path, split: str) -> Iterator[Item]:
         )
 
 
+# --------------------------------------------------------------------------------------------------
+# HaluEval QA: HotpotQA knowledge and question, the gold answer and a hallucinated one (a constructed
+# sanity check: the labels are by construction, see halueval_qa/SOURCE.md)
+# --------------------------------------------------------------------------------------------------
+
+HALUEVAL_FILE = "halueval_qa/dataset_halueval_qa.first1000.jsonl"
+HALUEVAL_HALF = 500  # 1,000 lines: the first half is dev, the second test
+
+
+def halueval(root: Path, split: str) -> Iterator[Item]:
+    """Two samples a line, the gold answer's then the hallucinated one's, each with the gold answer as
+    the reference and the knowledge as the one retrieved chunk. The gold answer is a bare entity
+    ("Delhi"): as an answer it is written as a sentence ("The answer is Delhi."), as SOURCE.md suggests,
+    so that answer and reference are not the same string."""
+    path = root / HALUEVAL_FILE
+    for line_no, rec in _jsonl_lines(path):
+        if (line_no <= HALUEVAL_HALF) != (split == "dev"):
+            continue
+        right = rec["right_answer"].strip()
+        for kind, answer, correct in (("right", f"The answer is {right}.", 1),
+                                      ("hallucinated", rec["hallucinated_answer"], 0)):
+            sample_id = f"halueval-{line_no:04d}-{kind}"
+            yield (
+                _sample(sample_id, rec["question"], answer, [rec["knowledge"]], reference_answer=right),
+                {"sample_id": sample_id, "correct": correct},
+            )
+
+
 ADAPTERS: dict[str, Callable[[Path, str], Iterator[Item]]] = {
     "ares": ares,
     "attributionbench": attributionbench,
     "hotpotqa": hotpotqa,
     "ocnli": ocnli,
+    "halueval": halueval,
 }
 
 

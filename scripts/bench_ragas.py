@@ -57,8 +57,8 @@ RAGAS_PINS = [
 ]
 EMBEDDER = "all-minilm-l6-v2"
 METRICS = ["faithfulness", "answer_relevancy", "context_recall", "context_precision"]
-# offline-eval also runs the RAGAS form of answer relevancy, the like-for-like comparison with RAGAS's.
-OURS = [*METRICS, "answer_relevancy_ragas"]
+# offline-eval also runs its judge form of answer relevancy, beside the RAGAS form both tools share.
+OURS = [*METRICS, "answer_relevancy_judge"]
 
 
 def step(message: str) -> None:
@@ -167,9 +167,9 @@ def table(ours: dict, ragas: dict, n: int) -> list[tuple[str, str, str]]:
         ours_nc = ours["not_computable"][m]
         rows.append((f"{m}: mean (missing)", f"{fmt(mean(ours['scores'][m]))} ({ours_nc})",
                      f"{fmt(mean(ragas['scores'][m]))} ({ragas['nan'][m]})"))
-        if f"{m}_ragas" in ours["scores"]:
-            rows.append((f"{m}, RAGAS form: mean (missing)", f"{fmt(mean(ours['scores'][f'{m}_ragas']))} "
-                         f"({ours['not_computable'][f'{m}_ragas']})", "(as above)"))
+        if f"{m}_judge" in ours["scores"]:
+            rows.append((f"{m}, judge form: mean (missing)", f"{fmt(mean(ours['scores'][f'{m}_judge']))} "
+                         f"({ours['not_computable'][f'{m}_judge']})", "—"))
     return rows
 
 

@@ -96,6 +96,21 @@ def test_ocnli_halves_and_labels():
 
 
 @needs_benchmarks
+def test_halueval_halves_two_answers_a_line():
+    dev = bench.convert("halueval", "dev", ROOT)
+    test = bench.convert("halueval", "test", ROOT)
+    assert (len(dev), len(test)) == (1000, 1000)
+    assert Counter(lab["correct"] for _, lab in dev) == {1: 500, 0: 500}
+    (right, right_label), (wrong, wrong_label) = dev[:2]
+    assert (right["sample_id"], wrong["sample_id"]) == ("halueval-0001-right", "halueval-0001-hallucinated")
+    assert right["answer"] == "The answer is Arthur's Magazine." and right["reference_answer"] == "Arthur's Magazine"
+    assert wrong["answer"] == "First for Women was started first." and wrong["reference_answer"] == "Arthur's Magazine"
+    assert right["contexts"] == wrong["contexts"] and len(right["contexts"]) == 1
+    assert (right_label["correct"], wrong_label["correct"]) == (1, 0)
+    assert test[0][0]["sample_id"] == "halueval-0501-right"
+
+
+@needs_benchmarks
 @pytest.mark.parametrize("name", sorted(bench.ADAPTERS))
 def test_cli_output_loads_as_our_dataset(tmp_path, name):
     out = tmp_path / name

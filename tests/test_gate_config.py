@@ -15,7 +15,7 @@ from offline_eval.config import (
     validate,
 )
 from offline_eval.gate import apply_gate, explanation
-from offline_eval.metrics import default_thresholds, metric_names
+from offline_eval.metrics import default_metrics, default_thresholds, metric_names
 
 DEFAULT_THRESHOLDS = default_thresholds()
 
@@ -366,7 +366,11 @@ def test_threshold_bounds_inclusive():
 
 def test_validate_defaults_ok():
     validate(EvalConfig(), "defaults")
-    assert EvalConfig().metrics == tuple(m for m in metric_names() if m != "answer_relevancy_ragas")
+    # The four RAGAS core metrics run by default; the others (answer correctness, the RAGAS form of
+    # answer relevancy...) when named.
+    assert EvalConfig().metrics == default_metrics() == (
+        "faithfulness", "answer_relevancy", "context_recall", "context_precision")
+    assert set(default_metrics()) < set(metric_names())
 
 
 def test_non_numeric_threshold_is_config_error():

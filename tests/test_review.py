@@ -190,14 +190,13 @@ def test_true_scores_follow_each_metrics_formula(made, tmp_path):
     truth = true_scores(report, match_labels(report, labels))
     store = view.score_of(report["samples"][0], "faithfulness")
     assert truth == {"faithfulness": {"parking": 0.5, "store-hours": store, INJECTED_ID: 0.4}}
-    # context precision: average precision over the reviewer's relevance; RAGAS-form relevancy: 0 if evasive
+    # context precision: average precision over the reviewer's relevance; answer relevancy: 0 if evasive
     assert REGISTRY["context_precision"].truth_scores({}, [False, True]) == \
         {"context_precision": 0.5, "context_relevant_ratio": 0.5}
     details = {"generated_questions": [{"similarity": 0.5}, {"similarity": 0.9}]}
-    assert REGISTRY["answer_relevancy_ragas"].truth_scores(details, [True]) == \
-        {"answer_relevancy_ragas": pytest.approx(0.7)}
-    assert REGISTRY["answer_relevancy_ragas"].truth_scores(details, [False]) == {"answer_relevancy_ragas": 0.0}
-    assert REGISTRY["answer_relevancy"].truth_scores({}, [True]) == {"answer_relevancy": 1.0}
+    assert REGISTRY["answer_relevancy"].truth_scores(details, [True]) == {"answer_relevancy": pytest.approx(0.7)}
+    assert REGISTRY["answer_relevancy"].truth_scores(details, [False]) == {"answer_relevancy": 0.0}
+    assert REGISTRY["answer_relevancy_judge"].truth_scores({}, [True]) == {"answer_relevancy_judge": 1.0}
     assert REGISTRY["faithfulness"].truth_scores({}, [True, False, True]) == {"faithfulness": pytest.approx(2 / 3)}
 
 

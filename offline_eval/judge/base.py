@@ -8,6 +8,7 @@ the model: the cache, the retry of an output cut by its budget, the schema check
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,6 +31,9 @@ class JudgeRequest:
     schema: dict[str, Any]
     max_tokens: int
     metric: str = ""
+    # A plausible answer without asking the judge (``--dry-run`` sizes the calls that follow from it);
+    # not part of the call.
+    estimate: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     def schema_json(self) -> str:
         # Key order is kept: the grammar emits properties in this order (e.g. questions before the

@@ -75,6 +75,29 @@ class _SavedState:
     n_tokens: int
 
 
+class RecentHeads:
+    """The saved states of the most recently used prompt heads, at most ``size`` (a sample's calls share
+    a few heads: its context, its answer...). ``--dry-run`` keeps the same account without the states,
+    so it counts the prompt tokens a run evaluates."""
+
+    def __init__(self, size: int = _SAVED_PREFIXES):
+        self.size = size
+        self._states: OrderedDict[Any, Any] = OrderedDict()
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._states
+
+    def put(self, key: Any, state: Any) -> None:
+        self._states[key] = state
+        while len(self._states) > self.size:
+            self._states.popitem(last=False)
+
+    def use(self, key: Any) -> Any:
+        """The state saved for ``key``, now the most recently used."""
+        self._states.move_to_end(key)
+        return self._states[key]
+
+
 @dataclass(frozen=True)
 class JudgeOptions:
     n_ctx: int = 8192
@@ -142,7 +165,7 @@ class LlamaJudge:
         # Saved states: every stem (one per language and system prompt, kept for the run) and the
         # recently used heads (a sample's context...), so a sample's calls share them in any order.
         self._saved_stems: dict[tuple[int, ...], Any] = {}
-        self._saved_prefixes: OrderedDict[tuple[tuple[int, ...], tuple[int, ...]], Any] = OrderedDict()
+        self._saved_prefixes = RecentHeads()
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "sha256": self.sha256, "n_ctx": self.n_ctx, "backend": "llama.cpp",
@@ -244,12 +267,9 @@ class LlamaJudge:
         if key not in self._saved_prefixes:
             self._load_state(self._saved_stems[stem])
             self._llm.eval(tokens.shared)
-            self._saved_prefixes[key] = self._save_state()
+            self._saved_prefixes.put(key, self._save_state())
             evaluated += len(tokens.shared)
-            while len(self._saved_prefixes) > _SAVED_PREFIXES:
-                self._saved_prefixes.popitem(last=False)
-        self._saved_prefixes.move_to_end(key)
-        self._load_state(self._saved_prefixes[key])
+        self._load_state(self._saved_prefixes.use(key))
         return evaluated
 
     def _generate(self, tokens: PromptTokens, request: JudgeRequest, schema_json: str,

@@ -1,11 +1,15 @@
 """One module per metric; each registers itself (``@register``). Importing this package registers the
-built-in metrics, in the order every report lists them."""
+built-in metrics, in the order every report lists them (and in which a sample's metrics are judged:
+one that reuses another's judge answers comes after it). Custom criteria (``criteria.py``) register
+when the settings define them."""
 
 # isort: off  (registration order is the order of every report)
 from offline_eval.metrics import faithfulness  # noqa: F401
 from offline_eval.metrics import answer_relevancy  # noqa: F401
 from offline_eval.metrics import context_recall  # noqa: F401
 from offline_eval.metrics import context_precision  # noqa: F401
+from offline_eval.metrics import answer_correctness  # noqa: F401
+from offline_eval.metrics import ragchecker  # noqa: F401
 # isort: on
 from offline_eval.metrics.base import (
     REGISTRY,

@@ -1,18 +1,15 @@
 """Answer relevancy: does the answer address the question that was asked?
 
-``answer_relevancy`` (the default): one short call shown the question and the answer — does the answer
-respond to what was asked, right or wrong? Score = the judge's P(yes) (or the verdict, under hard
-scoring). An evasion ("I don't know", a refusal) does not address the question; an empty answer
-scores 0 without a call.
+``answer_relevancy`` (the RAGAS definition, the default): from the answer alone, generate
+``n_questions`` questions it would answer (1 call) and ask whether it is noncommittal (1 short call
+sharing the answer as prefix). Score = mean cosine(question, generated_i) with the sample's embedder;
+a noncommittal answer scores 0, and so does an empty answer, without a call.
 
-``answer_relevancy_ragas`` (the RAGAS definition, run when named, for comparing with RAGAS): from the
-answer alone, generate ``n_questions`` questions it would answer (1 call) and ask whether it is
-noncommittal (1 short call sharing the answer as prefix). Score = mean cosine(question, generated_i)
-with the sample's embedder; a noncommittal answer scores 0.
-
-Why the default is not the RAGAS form, measured: cosines of all-MiniLM-L6-v2 put good answers'
-generated questions at 0.5–0.7, so the example's on-topic answers failed the 0.75 gate, and on ARES
-dev the cosine separated on-topic from off-topic answers barely better than chance (README, Metrics).
+``answer_relevancy_judge`` (run when named): one short call shown the question and the answer — does
+the answer respond to what was asked, right or wrong? Score = the judge's P(yes) (or the verdict,
+under hard scoring). It separates on-topic from off-topic English answers better than the cosine (ARES
+dev, README), but the 1.5B judge gives on-topic Chinese answers P(yes) of 0.35–0.46, so it is not the
+default.
 """
 
 from __future__ import annotations
@@ -38,76 +35,17 @@ from offline_eval.metrics.base import (
     register,
     reported_details,
 )
-from offline_eval.prompts import Task, Verdict, YesNoTask, defuse, option_probability, string_list_schema
+from offline_eval.prompts import (
+    Task,
+    Verdict,
+    YesNoTask,
+    answer_block,
+    defuse,
+    option_probability,
+    question_answer_block,
+    string_list_schema,
+)
 from offline_eval.sample import Sample
-
-
-def question_answer_block(question: str, answer: str, lang: str) -> str:
-    """The question and the answer, as the default relevancy call sees them."""
-    if lang == "zh":
-        return f"问题：\n<question>\n{defuse(question)}\n</question>\n回答：\n<answer>\n{defuse(answer)}\n</answer>\n\n"
-    return (f"The question:\n<question>\n{defuse(question)}\n</question>\nThe answer to evaluate:\n<answer>\n"
-            f"{defuse(answer)}\n</answer>\n\n")
-
-
-@dataclass(frozen=True)
-class AddressesQuestion(YesNoTask):
-    """Does the answer above respond to the question above, whatever its correctness?"""
-
-    @property
-    def keys(self) -> list[str]:
-        return ["addresses"]
-
-    def text(self, lang: str) -> str:
-        if lang == "zh":
-            return ("这个回答是否回应了问题：它是否针对所问的内容，给出了问题要的那类信息（不论信息对错）？是就答 \"yes\"；"
-                    "如果回答说的是别的事情、回避问题、拒绝回答，或者只说不知道，答 \"no\"。")
-        return ("Does the answer address the question: does it respond to what was asked and give the kind of "
-                "information the question asks for, whether or not that information is correct? \"yes\" if it does; "
-                "\"no\" if it talks about something else, dodges the question, refuses, or only says it does not know.")
-
-
-@register
-class AnswerRelevancy(Metric):
-    name = "answer_relevancy"
-    # 0.7, not RAGAS's 0.75: the 1.5B judge keeps P(addresses) of on-topic answers at 0.7-0.9, and on ARES
-    # dev (13 off-topic, 13 on-topic answers) the best balanced accuracy falls at 0.68.
-    scores = (ScoreSpec("answer_relevancy", 0.7, "off-topic answers: the answer does not address the question",
-                        "the judge's P(the answer addresses the question); 0 for an empty answer"),)
-
-    def collect(self, ctx: SampleContext) -> Evidence:
-        if not ctx.sample.answer.strip():
-            return Evidence({"reason": "empty answer"})  # it addresses nothing
-        shared = question_answer_block(ctx.sample.question, ctx.sample.answer, ctx.lang)
-        return judged(lambda: Evidence({"addresses": ctx.ask(AddressesQuestion(), shared)}))
-
-    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None
-              ) -> list[Outcome]:
-        values, _ = self.verdict_values([e.data.get("addresses", []) for e in evidence])
-        outcomes = []
-        for ev, row in zip(evidence, values):
-            if ev.not_computable:
-                outcomes.append(self.not_computable(ev.not_computable))
-            elif "reason" in ev.data:
-                outcomes.append(Outcome({self.name: 0.0}, None, {"reason": ev.data["reason"]}))
-            else:
-                (verdict,) = ev.data["addresses"]
-                finding = Finding("answer", "the answer addresses the question" if verdict.yes else
-                                  "the answer does not address the question",
-                                  "addresses" if verdict.yes else "off-topic or evasive", verdict.yes, verdict.p_yes)
-                summary = ("the answer addresses the question" if verdict.yes else
-                           "the answer does not address the question")
-                if self.soft:
-                    summary += "; score = the judge's probability that it does"
-                outcomes.append(Outcome({self.name: float(row[0])}, None,
-                                        reported_details([finding], summary, addresses=verdict.yes)))
-        return outcomes
-
-
-def answer_block(answer: str, lang: str) -> str:
-    """The shared prefix of a sample's answer-only calls (questions, evasiveness)."""
-    head = "待评估的回答：" if lang == "zh" else "The answer to evaluate:"
-    return f"{head}\n<answer>\n{defuse(answer)}\n</answer>\n\n"
 
 
 @dataclass(frozen=True)
@@ -140,6 +78,11 @@ class GenerateQuestions(Task[list[str]]):
     @property
     def max_tokens(self) -> int:
         return 60 * self.n_questions + 32
+
+    def estimate(self) -> dict[str, Any]:
+        """Questions of a typical length (about a dozen words)."""
+        return {"questions": ["What does the answer above say about the subject that it covers here?"]
+                * self.n_questions}
 
     def parse(self, result: JudgeResult) -> list[str]:
         return list(dict.fromkeys(q.strip() for q in result.value["questions"] if q.strip()))
@@ -181,18 +124,16 @@ class ClassifyAnswer(Task[Verdict]):
 
 @dataclass(frozen=True)
 class AnswerRelevancyParams:
-    n_questions: int = param(3, minimum=1, help="Questions generated for answer_relevancy_ragas.")
+    n_questions: int = param(3, minimum=1, help="Questions generated for answer relevancy.")
 
 
 @register
-class AnswerRelevancyRagas(Metric):
-    name = "answer_relevancy_ragas"
-    scores = (ScoreSpec("answer_relevancy_ragas", 0.75,
-                        "off-topic answers: questions generated from the answer differ from the one asked",
+class AnswerRelevancy(Metric):
+    name = "answer_relevancy"
+    scores = (ScoreSpec("answer_relevancy", 0.75, "off-topic answers: the answer does not address the question",
                         "mean cosine between the question and questions generated from the answer; 0 if evasive"),)
     Params = AnswerRelevancyParams
     needs_embedder = True
-    default = False
 
     def collect(self, ctx: SampleContext) -> Evidence:
         if not ctx.sample.answer.strip():
@@ -263,4 +204,59 @@ class AnswerRelevancyRagas(Metric):
             if verdict.yes:
                 summary = "evasive answer: scored 0"
             outcomes[i] = Outcome({self.name: float(values[row])}, None, reported_details(findings, summary, **details))
+        return outcomes
+
+
+@dataclass(frozen=True)
+class AddressesQuestion(YesNoTask):
+    """Does the answer above respond to the question above, whatever its correctness?"""
+
+    @property
+    def keys(self) -> list[str]:
+        return ["addresses"]
+
+    def text(self, lang: str) -> str:
+        if lang == "zh":
+            return ("这个回答是否回应了问题：它是否针对所问的内容，给出了问题要的那类信息（不论信息对错）？是就答 \"yes\"；"
+                    "如果回答说的是别的事情、回避问题、拒绝回答，或者只说不知道，答 \"no\"。")
+        return ("Does the answer address the question: does it respond to what was asked and give the kind of "
+                "information the question asks for, whether or not that information is correct? \"yes\" if it does; "
+                "\"no\" if it talks about something else, dodges the question, refuses, or only says it does not know.")
+
+
+@register
+class AnswerRelevancyJudge(Metric):
+    name = "answer_relevancy_judge"
+    # 0.7, not 0.75: the 1.5B judge keeps P(addresses) of on-topic English answers at 0.7-0.9, and on ARES
+    # dev (13 off-topic, 13 on-topic answers) the best balanced accuracy falls at 0.68.
+    scores = (ScoreSpec("answer_relevancy_judge", 0.7, "off-topic answers: the answer does not address the question",
+                        "the judge's P(the answer addresses the question); 0 for an empty answer"),)
+    default = False
+
+    def collect(self, ctx: SampleContext) -> Evidence:
+        if not ctx.sample.answer.strip():
+            return Evidence({"reason": "empty answer"})  # it addresses nothing
+        shared = question_answer_block(ctx.sample.question, ctx.sample.answer, ctx.lang)
+        return judged(lambda: Evidence({"addresses": ctx.ask(AddressesQuestion(), shared)}))
+
+    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None
+              ) -> list[Outcome]:
+        values, _ = self.verdict_values([e.data.get("addresses", []) for e in evidence])
+        outcomes = []
+        for ev, row in zip(evidence, values):
+            if ev.not_computable:
+                outcomes.append(self.not_computable(ev.not_computable))
+            elif "reason" in ev.data:
+                outcomes.append(Outcome({self.name: 0.0}, None, {"reason": ev.data["reason"]}))
+            else:
+                (verdict,) = ev.data["addresses"]
+                finding = Finding("answer", "the answer addresses the question" if verdict.yes else
+                                  "the answer does not address the question",
+                                  "addresses" if verdict.yes else "off-topic or evasive", verdict.yes, verdict.p_yes)
+                summary = ("the answer addresses the question" if verdict.yes else
+                           "the answer does not address the question")
+                if self.soft:
+                    summary += "; score = the judge's probability that it does"
+                outcomes.append(Outcome({self.name: float(row[0])}, None,
+                                        reported_details([finding], summary, addresses=verdict.yes)))
         return outcomes

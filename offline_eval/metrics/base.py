@@ -52,6 +52,9 @@ class ScoreSpec:
     threshold: float | None  # the default gate threshold; None: reported, not gated unless asked
     failure: str  # what a score below its threshold means for the RAG system, in the words users act on
     description: str = ""  # how the score is computed, in one line
+    # True: higher is better (every gated score). False: lower is better (hallucination); None: neither
+    # (a share that describes, like self-knowledge). Only higher-is-better scores can be gated.
+    higher_is_better: bool | None = True
 
 
 @dataclass(frozen=True)
@@ -88,23 +91,34 @@ class Finding:
 
 @dataclass
 class SampleContext:
-    """What a metric needs to judge one sample, and the judge cost of that sample (its own, per metric)."""
+    """What a metric needs to judge one sample, and the judge cost of that sample (its own, per metric).
+
+    ``answers`` is shared by every metric of the sample: a question already asked for this sample (the
+    same task after the same shared text) is answered from it, without a judge call. So answer
+    correctness reuses the claims faithfulness and context recall extracted, and the cost of each call
+    is accounted to the metric that made it.
+    """
 
     sample: Sample
     lang: str
     judge: Judge
     metric: str = ""
     usage: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
+    answers: dict[tuple[Task[Any], str], Any] = field(default_factory=dict)
 
     def request(self, task: Task[Any], shared: str = ""):
         """The judge call asking ``task`` after ``shared`` text for this sample and metric."""
         return task.request(self.lang, shared, self.metric)
 
     def ask(self, task: Task[T], shared: str = "") -> T:
-        """One judge call, accounted to this metric, parsed by its task. Raises JudgeError; metrics record it."""
-        result = self.judge.judge(self.request(task, shared))
-        self.usage[self.metric].record(result)
-        return task.parse(result)
+        """One judge call, accounted to this metric, parsed by its task; a question this sample already
+        asked is answered again without a call. Raises JudgeError; metrics record it."""
+        key = (task, shared)
+        if key not in self.answers:
+            result = self.judge.judge(self.request(task, shared))
+            self.usage[self.metric].record(result)
+            self.answers[key] = task.parse(result)
+        return self.answers[key]
 
 
 @dataclass
@@ -122,6 +136,8 @@ class Outcome:
     scores: dict[str, float | None]
     not_computable: str | None
     details: dict[str, Any]
+    # Why one score of a metric is missing while the others were computed ({score: reason}).
+    score_reasons: dict[str, str] = field(default_factory=dict)
 
 
 def reported_details(findings: Sequence[Finding], summary: str, **details: Any) -> dict[str, Any]:
@@ -213,8 +229,14 @@ M = TypeVar("M", bound=type[Metric])
 def register(cls: M) -> M:
     """Class decorator: make a metric known to the run, the settings, the gate and every report."""
     taken_scores = {s for other in REGISTRY.values() if other is not cls for s in other.score_names()}
-    taken_params = {p for other in REGISTRY.values() if other is not cls for p in param_names(other)}
-    clash = (set(cls.score_names()) & taken_scores) | (set(param_names(cls)) & taken_params)
+    taken_params = {f.name: f for other in REGISTRY.values() if other is not cls
+                    for f in dataclasses.fields(other.Params)}
+    # A parameter may be shared (a metric that reuses faithfulness's claims inherits its Params, so one
+    # --max-claims drives both); a different parameter under a taken name is a clash.
+    clash = (set(cls.score_names()) & taken_scores) | {
+        f.name for f in dataclasses.fields(cls.Params)
+        if f.name in taken_params and (f.default, dict(f.metadata)) != (taken_params[f.name].default,
+                                                                        dict(taken_params[f.name].metadata))}
     if clash or (cls.name in REGISTRY and REGISTRY[cls.name] is not cls):
         raise ValueError(f"metric {cls.name!r}: {', '.join(sorted(clash)) or cls.name} already registered")
     unknown = set(cls.requires) - set(_MISSING)
@@ -263,5 +285,5 @@ def param_names(cls: type[Metric]) -> tuple[str, ...]:
 
 
 def param_fields() -> dict[str, dataclasses.Field]:
-    """Every registered metric's parameters by name (names are unique across metrics)."""
+    """Every registered metric's parameters by name (a name shared by two metrics is one parameter)."""
     return {f.name: f for cls in REGISTRY.values() for f in dataclasses.fields(cls.Params)}

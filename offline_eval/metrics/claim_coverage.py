@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from offline_eval import scoring
-from offline_eval.claims import claim_budget, grounded, sentences, uncovered_sentences
+from offline_eval.claims import claim_budget, clauses, grounded, sentences, uncovered_sentences
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics.base import (
     NO_CONTEXTS,
@@ -24,7 +24,7 @@ from offline_eval.metrics.base import (
     judged,
     reported_details,
 )
-from offline_eval.metrics.windows import context_windows
+from offline_eval.metrics.windows import ask_over_context
 from offline_eval.prompts import Task, Verdict, YesNoTask, claim_keys, defuse, string_list_schema
 from offline_eval.sample import Sample
 
@@ -76,17 +76,31 @@ class ExtractClaims(Task[tuple[list[str], list[str]]]):
     def max_tokens(self) -> int:
         return 64 * self.max_claims + 32
 
+    def estimate(self) -> dict[str, Any]:
+        """One claim per clause, up to the cap: the judge's own extractions are about that many."""
+        return {"claims": [c[:160] for c in clauses(self.source_text)][: self.max_claims]}
+
     def parse(self, result: JudgeResult) -> tuple[list[str], list[str]]:
         unique = list(dict.fromkeys(c.strip() for c in result.value["claims"] if c.strip()))
         kept = [c for c in unique if grounded(c, self.source_text, question=self.question)]
         return kept, [c for c in unique if c not in kept]
 
 
+# What a claim is checked against: the shared text before the task. (zh, en) names of it.
+_SOURCES = {
+    "context": ("资料", "context"),
+    "reference": ("参考答案", "reference answer"),
+    "answer": ("回答", "answer"),
+}
+
+
 @dataclass(frozen=True)
 class VerifyClaims(YesNoTask):
-    """For each claim: does the context (the shared prefix) support it?"""
+    """For each claim: does the text before the task support it? The retrieved context (faithfulness,
+    context recall), the reference answer or the answer (answer correctness)."""
 
     claims: tuple[str, ...]
+    against: str = "context"  # "context" | "reference" | "answer"
 
     @property
     def keys(self) -> list[str]:
@@ -94,16 +108,17 @@ class VerifyClaims(YesNoTask):
 
     def text(self, lang: str) -> str:
         claims = self.claims
+        zh, en = _SOURCES[self.against]
         if lang == "zh":
             return (
                 f"<claims>\n{_numbered(claims)}\n</claims>\n\n"
-                "请逐条判断每个 claim_N：上面资料里明确写了或能直接推出这条陈述，答 \"yes\"；"
-                "资料与之矛盾或根本没有提到，答 \"no\"。只依据资料判断，不要用你自己的知识。"
+                f"请逐条判断每个 claim_N：上面{zh}里明确写了或能直接推出这条陈述，答 \"yes\"；"
+                f"{zh}与之矛盾或根本没有提到，答 \"no\"。只依据{zh}判断，不要用你自己的知识。"
             )
         return (
             f"<claims>\n{_numbered(claims)}\n</claims>\n\n"
-            "For each claim_N: answer \"yes\" if the context above states it or directly implies it; answer "
-            "\"no\" if the context contradicts it or does not mention it. Judge only against the context, "
+            f"For each claim_N: answer \"yes\" if the {en} above states it or directly implies it; answer "
+            f"\"no\" if the {en} contradicts it or does not mention it. Judge only against the {en}, "
             "not your own knowledge."
         )
 
@@ -116,22 +131,44 @@ def extract_claims(ctx: SampleContext, text: str, *, source: str, max_claims: in
     return ctx.ask(ExtractClaims(text, ctx.sample.question, claim_budget(text, max_claims), source))
 
 
+@dataclass(frozen=True)
+class ClaimSet:
+    """The claims of a text as every claim metric checks them: the extracted claims, then each sentence
+    they do not cover, as written. ``dropped`` are extractions not grounded in the text (never scored)."""
+
+    claims: list[str]
+    dropped: list[str]
+    n_extracted: int
+    n_sentences: int
+    n_missed: int  # sentences no extracted claim covers (each checked as written, unless extracted verbatim)
+
+    @property
+    def coverage(self) -> float:
+        """The share of the text's sentences the extracted claims covered."""
+        return round(1 - self.n_missed / self.n_sentences, 6) if self.n_sentences else 1.0
+
+
+def claim_set(ctx: SampleContext, text: str, *, source: str, max_claims: int) -> ClaimSet:
+    """The claims of an answer or a reference. One extraction call, made once per sample whatever
+    metrics ask (faithfulness and answer correctness share the answer's; context recall the reference's)."""
+    text_sentences = sentences(text)
+    # The cap grows with the text: a twelve-sentence answer may hold twelve claims.
+    extracted, dropped = extract_claims(ctx, text, source=source, max_claims=max(max_claims, len(text_sentences)))
+    # Coverage before accuracy: a sentence that no extracted claim covers is checked as written, so a
+    # hallucination the extraction left out is still caught.
+    missed = [text_sentences[i]
+              for i in uncovered_sentences(text_sentences, extracted, question=ctx.sample.question)]
+    return ClaimSet(extracted + [s for s in missed if s not in extracted], dropped, len(extracted),
+                    len(text_sentences), len(missed))
+
+
 def verify_claims(ctx: SampleContext, claims: Sequence[str]) -> tuple[list[Verdict], list[int]]:
     """Is each claim supported by the sample's context? One call per context window, OR-combined.
 
     Returns a verdict per claim (yes if any window says yes; its probability the highest any window
     gave, unknown if a window gave none) and the ranks of chunks that had to be truncated.
     """
-    task = VerifyClaims(tuple(claims))
-    combined: list[Verdict] | None = None
-    truncated: list[int] = []
-    for window in context_windows(ctx, ctx.request(task)):
-        verdicts = ctx.ask(task, window.block(ctx.lang))
-        combined = verdicts if combined is None else [
-            Verdict(a.yes or b.yes, None if a.p_yes is None or b.p_yes is None else max(a.p_yes, b.p_yes))
-            for a, b in zip(combined, verdicts, strict=True)]
-        truncated += window.truncated
-    return combined or [], truncated
+    return ask_over_context(ctx, VerifyClaims(tuple(claims)))
 
 
 class ClaimCoverage(Metric):
@@ -159,18 +196,10 @@ class ClaimCoverage(Metric):
             return Evidence(not_computable=reason)
 
         def step() -> Evidence:
-            text = self.text(ctx.sample)
-            text_sentences = sentences(text)
-            # The cap grows with the text: a twelve-sentence answer may hold twelve claims.
-            extracted, dropped = extract_claims(ctx, text, source=self.source,
-                                                max_claims=max(self.max_claims(), len(text_sentences)))
-            # Coverage before accuracy: a sentence that no extracted claim covers is checked as written,
-            # so a hallucination the extraction left out is still caught.
-            missed = [text_sentences[i] for i in uncovered_sentences(text_sentences, extracted,
-                                                                          question=ctx.sample.question)]
-            claims = extracted + [s for s in missed if s not in extracted]
-            coverage = {"coverage": round(1 - len(missed) / len(text_sentences), 6) if text_sentences else 1.0,
-                        "n_sentences": len(text_sentences), "n_extracted": len(extracted)}
+            found_claims = claim_set(ctx, self.text(ctx.sample), source=self.source, max_claims=self.max_claims())
+            claims, dropped = found_claims.claims, found_claims.dropped
+            coverage = {"coverage": found_claims.coverage, "n_sentences": found_claims.n_sentences,
+                        "n_extracted": found_claims.n_extracted}
             if not claims:
                 what = "answer" if self.source == "answer" else "reference answer"
                 return Evidence({"dropped_claims": dropped}, not_computable=f"no claims extracted from the {what}")

@@ -47,6 +47,7 @@ from offline_eval.report.view import (
     has_ppi,
     header_facts,
     judge_determinism,
+    matrix_of,
     metric_names,
     not_computable_reason,
     ppi_for,
@@ -151,6 +152,10 @@ background:var(--bg);color:var(--muted);cursor:pointer}
 .scoreitem{margin:2px 0 6px;font-size:13px;color:var(--muted)}
 #summary p.meta{margin:0 0 12px}
 .ev ol.ctx{margin:2px 0 8px;padding-left:22px}
+table.mx{font-size:12px}table.mx caption{text-align:left;color:var(--muted);padding:2px 0}
+table.mx td.c{text-align:center;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.mx td.c.yes{background:var(--okbg);color:var(--ok)}table.mx td.c.no{background:var(--badbg);color:var(--bad)}
+table.mx td.t{max-width:480px;overflow-wrap:anywhere}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 footer dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}footer dt{font-weight:600}
 footer dd{margin:0;overflow-wrap:anywhere}
@@ -645,11 +650,12 @@ def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric:
         return f'{head} <span class="v na">not computable</span></h4><p class="nc">{_h(reason)}</p>'
     score_item = _score_item(metric, items.get(score_item_id(metric)))
     owner = score_owner(metric)
-    if owner != metric:  # a second score of a metric: its evidence is the metric's
-        note = "; ".join(x for x in (score_description(metric), f"evidence under {owner}" if owner in shown else "")
+    first = next((m for m in shown if score_owner(m) == owner), metric)  # where the metric's evidence is shown
+    if owner != metric:  # a score of a metric with several: its evidence is the metric's, shown once
+        note = "; ".join(x for x in (score_description(metric), f"evidence under {first}" if first != metric else "")
                          if x)
         head += f" <small>({_h(note)})</small>" if note else ""
-        if owner in shown:
+        if first != metric:
             return f"{head}</h4>{score_item}"
     summary = summary_of(sample, metric)
     if summary:
@@ -660,7 +666,32 @@ def _metric_detail(report: Mapping[str, Any], sample: Mapping[str, Any], metric:
     detail = detail_for(sample, metric)
     if detail.get("reason"):  # a score set by rule: no contexts retrieved, an empty answer
         body = f'<p class="nc">{_h(detail["reason"])}</p>{body}'
-    return f"{head}</h4>{score_item}{body}"
+    matrix = matrix_of(sample, metric)
+    return f"{head}</h4>{score_item}{body}{_matrix(matrix) if matrix else ''}"
+
+
+def _matrix(matrix: Mapping[str, Any]) -> str:
+    """A verdict matrix (claims × chunks): one row per item with its own verdict, one cell per column
+    coloured by the judge's verdict, with its P(yes)."""
+    columns = [c for c in matrix.get("columns") or [] if isinstance(c, str)]
+    head = "".join(f"<th>{_h(c)}</th>" for c in columns)
+    rows = []
+    for row in matrix["rows"]:
+        if not isinstance(row, Mapping):
+            continue
+        ok = row.get("ok")
+        cls = "good" if ok is True else "bad" if ok is False else "plain"
+        cells = []
+        for cell in row.get("cells") or []:
+            cell = cell if isinstance(cell, Mapping) else {}
+            yes, p = cell.get("yes") is True, cell.get("probability")
+            title = f' title="P(yes) {fmt_num(p)}"' if is_number(p) else ""
+            cells.append(f'<td class="c {"yes" if yes else "no"}"{title}>{"yes" if yes else "no"}'
+                         f'{f" {fmt_num(p, 2)}" if is_number(p) else ""}</td>')
+        rows.append(f'<tr><td class="t"><span class="lbl">{_h(row.get("label"))}</span> {_h(row.get("text"))}</td>'
+                    f'<td><span class="v {cls}">{_h(row.get("verdict"))}</span></td>{"".join(cells)}</tr>')
+    return (f'<table class="mx"><caption>{_h(matrix.get("title"))}</caption><thead><tr><th>item</th><th>verdict</th>'
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _sample_row(report: Mapping[str, Any], sample: Mapping[str, Any], metrics: list[str],

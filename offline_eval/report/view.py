@@ -297,6 +297,15 @@ def findings_of(sample: Mapping[str, Any], metric: str) -> list[Mapping[str, Any
     return [f for f in _list(detail_for(sample, metric).get("findings")) if isinstance(f, Mapping)]
 
 
+def matrix_of(sample: Mapping[str, Any], metric: str) -> Mapping[str, Any] | None:
+    """The metric's verdict matrix for this sample, if it keeps one: ``columns`` (names), ``rows`` (each a
+    finding, label / text / verdict / ok, with ``cells``: one {yes, probability} per column), ``title``."""
+    matrix = detail_for(sample, metric).get("matrix")
+    if not isinstance(matrix, Mapping) or not isinstance(matrix.get("rows"), list):
+        return None
+    return matrix
+
+
 def summary_of(sample: Mapping[str, Any], metric: str) -> str:
     """The metric's one-line summary of this sample's score ("2 of 3 claims supported"); "" if none."""
     return text_of(detail_for(sample, metric).get("summary"))

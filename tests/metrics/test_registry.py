@@ -8,13 +8,14 @@ import json
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 
 import pytest
 
 from offline_eval import evaluate
 from offline_eval.compare import compare_reports, render_compare_markdown
 from offline_eval.config import ConfigError
-from offline_eval.metrics import REGISTRY, ScoreSpec, metric_names, register, unregister
+from offline_eval.metrics import REGISTRY, ScoreSpec, metric_names, param, register, unregister
 from offline_eval.metrics.base import NoParams
 from offline_eval.metrics.faithfulness import Faithfulness
 from offline_eval.testing import FakeJudge, hashing_embedders
@@ -165,8 +166,20 @@ def test_a_clashing_or_malformed_registration_is_refused():
     class Clash(Faithfulness):
         name = "faithfulness_again"
 
-    with pytest.raises(ValueError, match="faithfulness, max_claims already registered"):
-        register(Clash)
+    with pytest.raises(ValueError, match="faithfulness already registered"):
+        register(Clash)  # its max_claims is faithfulness's own parameter, shared; its score is not
+
+    @dataclass(frozen=True)
+    class OtherMaxClaims:
+        max_claims: int = param(3, minimum=1, help="Another meaning under a taken name.")
+
+    class Renamed(Faithfulness):
+        name = "faithfulness_renamed"
+        scores = (ScoreSpec("faithfulness_renamed", None, "x"),)
+        Params = OtherMaxClaims
+
+    with pytest.raises(ValueError, match="max_claims already registered"):
+        register(Renamed)
 
     class Needy(Faithfulness):
         name = "needy"
@@ -176,4 +189,4 @@ def test_a_clashing_or_malformed_registration_is_refused():
 
     with pytest.raises(ValueError, match="unknown inputs a pony"):
         register(Needy)
-    assert "needy" not in REGISTRY and "faithfulness_again" not in REGISTRY
+    assert not {"needy", "faithfulness_again", "faithfulness_renamed"} & set(REGISTRY)
