@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -276,7 +276,7 @@ def agreement(
     labels: list[dict],
     mapping: dict[str, str],
     *,
-    fixed_threshold: float = 0.5,
+    fixed_threshold: float | Mapping[str, float] = 0.5,
     n_resamples: int = 2000,
     seed: int = 0,
     level: float = 0.95,
@@ -284,11 +284,13 @@ def agreement(
 ) -> dict:
     """Agreement between judge scores in ``report`` and human ``labels``, per mapped metric.
 
-    ``mapping`` maps a metric name to the label field that judges it. Returns a JSON-ready dict::
+    ``mapping`` maps a metric name to the label field that judges it. ``fixed_threshold`` is one
+    threshold for every metric, or one per metric (e.g. each metric's gate threshold, which is what a
+    user's gate decides with). Returns a JSON-ready dict::
 
         {"n_report_samples", "n_label_rows", "n_joined", "labels_without_sample": [ids],
          "fixed_threshold", "level", "n_resamples", "seed",
-         "metrics": [{"metric", "label", "kind": "binary" | "graded" | "empty", "n",
+         "metrics": [{"metric", "label", "kind": "binary" | "graded" | "empty", "n", "fixed_threshold",
                       "n_missing_label", "n_not_computable", "n_positive", "n_negative",
                       "note", "stats": {name: {"value", "ci_low", "ci_high"[, "threshold"]}}}],
          "ppi": [...] | None}
@@ -305,8 +307,12 @@ def agreement(
     samples = samples_by_id(report)
     by_id = _labels_by_id(labels)
     _check_mapping(report, mapping)
-    if not math.isfinite(fixed_threshold):
-        raise ValueError(f"fixed_threshold must be a finite number, got {fixed_threshold!r}")
+    thresholds = (dict(fixed_threshold) if isinstance(fixed_threshold, Mapping)
+                  else dict.fromkeys(mapping, fixed_threshold))
+    for metric in mapping:
+        if metric not in thresholds or not math.isfinite(thresholds[metric]):
+            raise ValueError(f"fixed_threshold for {metric} must be a finite number, "
+                             f"got {thresholds.get(metric)!r}")
 
     joined = [sid for sid in samples if sid in by_id]
     results = []
@@ -332,6 +338,7 @@ def agreement(
             "label": field,
             "kind": kind,
             "n": len(ids),
+            "fixed_threshold": thresholds[metric],
             "n_missing_label": missing_label,
             "n_not_computable": not_computable,
             "n_positive": None,
@@ -344,7 +351,7 @@ def agreement(
             yb = y == 1.0
             entry["n_positive"] = int(yb.sum())
             entry["n_negative"] = int((~yb).sum())
-            entry["stats"] = _binary_stats(s, yb, w, fixed_threshold, level)
+            entry["stats"] = _binary_stats(s, yb, w, thresholds[metric], level)
             if not ids:
                 entry["note"] = "no sample has both this label and a computable score"
             elif yb.all() or not yb.any():
@@ -370,7 +377,7 @@ def agreement(
         "n_label_rows": len(by_id),
         "n_joined": len(joined),
         "labels_without_sample": [sid for sid in by_id if sid not in samples],
-        "fixed_threshold": fixed_threshold,
+        "fixed_threshold": fixed_threshold if isinstance(fixed_threshold, (int, float)) else thresholds,
         "level": level,
         "n_resamples": n_resamples,
         "seed": seed,
@@ -481,16 +488,13 @@ def render_agreement_markdown(result: dict) -> str:
     binary = [m for m in result["metrics"] if m["kind"] == "binary"]
     graded = [m for m in result["metrics"] if m["kind"] == "graded"]
     if binary:
-        t = result["fixed_threshold"]
         lines += [
             "",
             "### Binary labels",
             "",
-            (
-                f"| metric | label | n (yes/no) | balanced acc. @ best t | t | balanced acc. @ {t:g} "
-                f"| ROC AUC | Cohen's κ @ {t:g} |"
-            ),
-            "|---|---|---|---|---:|---|---|---|",
+            "| metric | label | n (yes/no) | balanced acc. @ best t | best t | fixed t | balanced acc. @ fixed t "
+            "| ROC AUC | Cohen's κ @ fixed t |",
+            "|---|---|---|---|---:|---:|---|---|---|",
         ]
         for m in binary:
             st = m["stats"]
@@ -498,7 +502,7 @@ def render_agreement_markdown(result: dict) -> str:
             thr = f"{best['threshold']:.3f}" if best.get("threshold") is not None else "n/a"
             lines.append(
                 f"| {md_text(m['metric'])} | {md_text(m['label'])} | {m['n']} ({m['n_positive']}/{m['n_negative']}) "
-                f"| {_fmt(best)} | {thr} | {_fmt(st.get('balanced_accuracy_fixed'))} "
+                f"| {_fmt(best)} | {thr} | {m['fixed_threshold']:g} | {_fmt(st.get('balanced_accuracy_fixed'))} "
                 f"| {_fmt(st.get('roc_auc'))} | {_fmt(st.get('cohen_kappa'))} |"
             )
         lines += [

@@ -5,9 +5,11 @@
         --limit 30 --balanced --out bench-out/ares-dev-default
 
 Converts the benchmark (scripts/bench_adapters.py), evaluates it with the chosen judge (the judge
-cache makes a rerun instant), and prints the agreement table (balanced accuracy, ROC AUC, kappa,
-with bootstrap intervals). ``--balanced`` picks the items by label only — every negative first, then
-positives up to ``--limit`` — so that a small run still has both classes. Tune on dev; report on test.
+cache makes a rerun instant), prints the agreement table (ROC AUC; balanced accuracy and kappa at each
+metric's gate threshold; bootstrap intervals) and writes it, with the run's seconds per item, to
+``OUT/agreement.json``; ``scripts/agreement_table.py`` puts several runs in one table. ``--balanced``
+picks the items by label only — every negative first, then positives up to ``--limit`` — so that a
+small run still has both classes. Tune on dev; report on test.
 """
 
 from __future__ import annotations
@@ -85,9 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     report.write(args.out, ("json", "md"))
     labels = [json.loads(line) for line in labels_path.read_text("utf-8").splitlines()]
-    result = agreement(report.data, labels, mapping)
+    # Balanced accuracy and kappa at each metric's gate threshold: what a user's gate decides with.
+    result = agreement(report.data, labels, mapping, fixed_threshold=report.data["gate"]["thresholds"])
     if any("gold_flags" in row for row in labels):
         result["chunks"] = chunk_agreement(report.data, labels)
+    result["benchmark_run"] = {
+        "benchmark": args.name, "split": args.split, "judge": args.judge, "n_items": len(items),
+        "seconds": round(seconds, 1), "seconds_per_item": round(seconds / max(len(items), 1), 1),
+        "judge_calls": report.timing.get("judge_calls"), "cache_hits": report.timing.get("cache_hits"),
+        "settings": settings,
+    }
     (args.out / "agreement.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"{args.name} {args.split}: {len(items)} items, judge {args.judge}, {seconds:.0f}s, settings {settings} "
           f"({report.timing.get('judge_calls')} judge calls, {report.timing.get('cache_hits')} cached)")

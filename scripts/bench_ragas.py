@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_adapters
+import llama_build
 
 from offline_eval.config import EvalConfig
 from offline_eval.data import load_samples
@@ -78,7 +79,10 @@ def ragas_python() -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(RAGAS_VENV)], check=True)
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-c", str(constraints)]
     subprocess.run(pip + ["torch"], check=True)  # the CPU build first, as scripts/setup.sh does
-    subprocess.run(pip + RAGAS_PINS, check=True)
+    # The llama-cpp-python wheel scripts/setup.sh built for this machine, so the server is not compiled again.
+    built = llama_build.read_stamp(REPO / ".venv").get("wheel")
+    links = ["--find-links", str(Path(built).parent)] if built and Path(built).exists() else []
+    subprocess.run(pip + links + RAGAS_PINS, check=True)
     stamp.write_text(want)
     return python
 

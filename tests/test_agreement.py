@@ -104,6 +104,19 @@ def test_binary_agreement_matches_direct_statistics(report: dict) -> None:
     json.dumps(res, allow_nan=False)
 
 
+def test_fixed_threshold_per_metric_is_each_metrics_gate(report: dict) -> None:
+    mapping = {"faithfulness": "faithful", "answer_relevancy": "faithful"}
+    res = agreement(report, LABELS, mapping, fixed_threshold={"faithfulness": 0.7, "answer_relevancy": 0.5},
+                    n_resamples=200)
+    faith, rel = res["metrics"]
+    assert (faith["fixed_threshold"], rel["fixed_threshold"]) == (0.7, 0.5)
+    # faithfulness at 0.7: predicted yes = .9 .8 .7 -> TPR 3/4, TNR 1 -> 0.875 (0.75 at 0.5).
+    assert faith["stats"]["balanced_accuracy_fixed"]["value"] == pytest.approx(0.875)
+    assert "| 0.7 |" in render_agreement_markdown(res)
+    with pytest.raises(ValueError, match="answer_relevancy"):
+        agreement(report, LABELS, mapping, fixed_threshold={"faithfulness": 0.7})
+
+
 def test_graded_agreement_and_not_computable(report: dict) -> None:
     res = agreement(report, LABELS, {"answer_relevancy": "relevance"}, n_resamples=500, seed=1)
     m = res["metrics"][0]

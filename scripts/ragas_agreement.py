@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""RAGAS 0.4.3's agreement with human labels on a shared benchmark's split, judged by the same GGUF.
+
+    .venv/bin/python scripts/ragas_agreement.py ocnli --split test --limit 60 --balanced \\
+        --out bench-out/ocnli-test-ragas
+
+The RAGAS column of the README's agreement table: the same items as ``agreement_benchmark.py`` with the
+same ``--split/--limit/--balanced`` (so the rows compare item for item), scored by RAGAS's classic metric
+of the same name through ``scripts/ragas_side.py`` in its own environment (``bench_ragas.py`` sets it up),
+with the GGUF served on loopback by llama-cpp-python's server. A NaN from RAGAS counts as not computable,
+and the table's n says how many were left. Writes ``OUT/agreement.json`` in ``agreement_benchmark.py``'s
+shape, for ``scripts/agreement_table.py``. Balanced accuracy and kappa use offline-eval's gate threshold
+for the metric, so both tools' gates are judged at the same bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import agreement_benchmark  # noqa: E402
+import bench_adapters  # noqa: E402
+import bench_ragas  # noqa: E402
+
+from offline_eval.agreement import agreement, render_agreement_markdown  # noqa: E402
+from offline_eval.metrics import default_thresholds  # noqa: E402
+from offline_eval.modelstore import resolve  # noqa: E402
+
+# RAGAS has these of our metrics (answer relevancy is its own embedding form; no per-chunk verdicts).
+RAGAS_HAS = ("faithfulness", "answer_relevancy", "context_precision")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", choices=sorted(agreement_benchmark.MAPPINGS))
+    parser.add_argument("--split", choices=["dev", "test"], default="dev")
+    parser.add_argument("--judge", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--balanced", action="store_true")
+    parser.add_argument("--metrics", default="faithfulness", help="comma-separated, of " + ", ".join(RAGAS_HAS))
+    parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    full = agreement_benchmark.MAPPINGS[args.name]
+    chosen = [m for m in args.metrics.split(",") if m]
+    unusable = [m for m in chosen if m not in full or m not in RAGAS_HAS]
+    if unusable:
+        parser.error(f"RAGAS on {args.name}: {', '.join(unusable)} has no label here or no RAGAS metric")
+    mapping = {m: full[m] for m in chosen}
+    items = agreement_benchmark.select(bench_adapters.convert(args.name, args.split), mapping, args.limit,
+                                       args.balanced)
+    samples_path, labels_path = bench_adapters.write(items, args.out)
+
+    python = bench_ragas.ragas_python()
+    judge_model = resolve(args.judge, "judge")
+    embedder = resolve(bench_ragas.EMBEDDER, "embedder")
+    server, url = bench_ragas.serve(python, judge_model.path, args.n_ctx, os.cpu_count() or 1,
+                                    args.out / "server.log")
+    raw = args.out / "ragas-scores.json"
+    started = time.perf_counter()
+    try:
+        subprocess.run([str(python), str(bench_ragas.REPO / "scripts" / "ragas_side.py"), str(samples_path),
+                        "--base-url", url, "--embedder", str(embedder.path), "--metrics", ",".join(mapping),
+                        "--out", str(raw)], check=True, stderr=subprocess.DEVNULL)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    seconds = time.perf_counter() - started
+    ragas = json.loads(raw.read_text("utf-8"))
+
+    # RAGAS's scores in the shape of an offline-eval report, so one agreement() computes both columns.
+    samples = []
+    for i, sample_id in enumerate(ragas["sample_ids"]):
+        scores = {m: ragas["scores"][m][i] for m in mapping}
+        samples.append({"sample_id": sample_id, "scores": scores, "details": {},
+                        "not_computable": {m: "RAGAS gave NaN" for m, v in scores.items() if v is None}})
+    report = {"schema_version": 1, "run": {"metrics": list(mapping)}, "samples": samples}
+    gate = default_thresholds()
+    labels = [json.loads(line) for line in labels_path.read_text("utf-8").splitlines()]
+    result = agreement(report, labels, mapping, fixed_threshold={m: gate[m] for m in mapping})
+    failures = bench_ragas.ragas_failures(ragas["logged_errors"])
+    result["benchmark_run"] = {
+        "benchmark": args.name, "split": args.split, "judge": f"RAGAS 0.4.3 · {judge_model.name}",
+        "n_items": len(items), "seconds": round(seconds, 1), "seconds_per_item": round(seconds / max(len(items), 1), 1),
+        "judge_calls": ragas["calls"], "nan": ragas["nan"], "logged_failures": failures,
+    }
+    (args.out / "agreement.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"RAGAS 0.4.3 on {args.name} {args.split}: {len(items)} items, judge {judge_model.name}, {seconds:.0f}s, "
+          f"{ragas['calls']} calls, NaN {ragas['nan']}" + (f", logged {failures}" if failures else ""))
+    print(render_agreement_markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
