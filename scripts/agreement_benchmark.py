@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     report.write(args.out, ("json", "md"))
     labels = [json.loads(line) for line in labels_path.read_text("utf-8").splitlines()]
     # Balanced accuracy and kappa at each metric's gate threshold: what a user's gate decides with.
-    result = agreement(report.data, labels, mapping, fixed_threshold=report.data["gate"]["thresholds"])
+    # A metric with no gate threshold (answer_correctness) is taken at 0.5.
+    gate = report.data["gate"]["thresholds"]
+    result = agreement(report.data, labels, mapping, fixed_threshold={m: gate.get(m, 0.5) for m in mapping})
     if any("gold_flags" in row for row in labels):
         result["chunks"] = chunk_agreement(report.data, labels)
     result["benchmark_run"] = {
