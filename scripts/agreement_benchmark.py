@@ -30,7 +30,7 @@ from offline_eval.metrics import default_metrics  # noqa: E402
 # Which of our metrics each benchmark's labels speak to.
 MAPPINGS = {
     "ares": {"faithfulness": "faithfulness", "answer_relevancy": "answer_relevancy",
-             "context_precision": "context_relevance", "answer_relevancy_judge": "answer_relevancy"},
+             "context_precision": "context_relevance", "answer_relevancy_ragas": "answer_relevancy"},
     "attributionbench": {"faithfulness": "attributable"},
     "hotpotqa": {"context_precision": "context_precision"},
     "ocnli": {"faithfulness": "entailed"},

@@ -58,8 +58,10 @@ RAGAS_PINS = [
 ]
 EMBEDDER = "all-minilm-l6-v2"
 METRICS = ["faithfulness", "answer_relevancy", "context_recall", "context_precision"]
-# offline-eval also runs its judge form of answer relevancy, beside the RAGAS form both tools share.
-OURS = [*METRICS, "answer_relevancy_judge"]
+# offline-eval's name for each RAGAS metric: RAGAS's answer relevancy is offline-eval's RAGAS form.
+OURS_FOR = {"answer_relevancy": "answer_relevancy_ragas"}
+# offline-eval also runs its default (judge) form of answer relevancy, beside the RAGAS form both tools share.
+OURS = [*(OURS_FOR.get(m, m) for m in METRICS), "answer_relevancy"]
 
 
 def step(message: str) -> None:
@@ -168,12 +170,12 @@ def table(ours: dict, ragas: dict, n: int) -> list[tuple[str, str, str]]:
         ("NaN scores", str(sum(ours["nan"].values())), str(sum(ragas["nan"].values()))),
     ]
     for m in METRICS:
-        ours_nc = ours["not_computable"][m]
-        rows.append((f"{m}: mean (missing)", f"{fmt(mean(ours['scores'][m]))} ({ours_nc})",
+        name = OURS_FOR.get(m, m)
+        rows.append((f"{m}: mean (missing)", f"{fmt(mean(ours['scores'][name]))} ({ours['not_computable'][name]})",
                      f"{fmt(mean(ragas['scores'][m]))} ({ragas['nan'][m]})"))
-        if f"{m}_judge" in ours["scores"]:
-            rows.append((f"{m}, judge form: mean (missing)", f"{fmt(mean(ours['scores'][f'{m}_judge']))} "
-                         f"({ours['not_computable'][f'{m}_judge']})", "—"))
+        if name != m:
+            rows.append((f"{m}, offline-eval's default form: mean (missing)", f"{fmt(mean(ours['scores'][m]))} "
+                         f"({ours['not_computable'][m]})", "—"))
     return rows
 
 

@@ -18,7 +18,9 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 EXAMPLE = REPO / "examples" / "sample.jsonl"
-FAST_FLAGS = ["--judge", "tiny", "--max-claims", "3", "--n-questions", "1", "--n-ctx", "4096"]
+# The RAGAS form of answer relevancy too, so that the real embedders run end to end.
+FAST_FLAGS = ["--judge", "tiny", "--max-claims", "3", "--n-questions", "1", "--n-ctx", "4096",
+              "--metrics", "+answer_relevancy_ragas"]
 
 _NO_NETWORK = '''
 import socket

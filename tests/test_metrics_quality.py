@@ -46,25 +46,27 @@ def test_an_answer_that_orders_the_judge_is_still_judged(default_judge):
     assert scores["inj-answer"] < scores["f-en-1-good"]
 
 
-def test_judge_relevancy_passes_on_topic_english_answers_and_fails_off_topic_and_evasive_ones(default_judge):
-    scores, report = _scores(default_judge, None, "rel", "answer_relevancy_judge")
-    threshold = default_thresholds()["answer_relevancy_judge"]
-    on, off, idk = (scores[f"r-en-{k}"] for k in ("on", "off", "idk"))
-    assert on >= threshold > max(off, idk), scores  # measured 0.729 vs 0.189 and 0.433
-    # Not asserted for Chinese: the on-topic answer measured 0.458, below the threshold (why the judge form
-    # is not the default).
+def test_relevancy_passes_on_topic_answers_and_fails_off_topic_and_evasive_ones(default_judge):
+    scores, report = _scores(default_judge, None, "rel", "answer_relevancy")
+    threshold = default_thresholds()["answer_relevancy"]
+    for lang in ("en", "zh"):
+        on, off, idk = (scores[f"r-{lang}-{k}"] for k in ("on", "off", "idk"))
+        # measured: English 0.763 vs 0.196 and 0 (evasive); Chinese 0.852 vs 0.526 and 0
+        assert on >= threshold > off >= idk == 0.0, scores
+    details = {s["sample_id"]: s["details"]["answer_relevancy"] for s in report.samples}
+    assert details["r-en-idk"]["noncommittal"] and details["r-zh-idk"]["noncommittal"]
+    assert not details["r-en-on"]["noncommittal"] and not details["r-zh-on"]["noncommittal"]
     assert report.data["run"]["embedders"] == {}
 
 
-def test_relevancy_orders_on_topic_over_off_topic_over_noncommittal(default_judge):
-    scores, report = _scores(default_judge, None, "rel", "answer_relevancy")
+def test_ragas_relevancy_orders_on_topic_over_off_topic_over_noncommittal(default_judge):
+    scores, report = _scores(default_judge, None, "rel", "answer_relevancy_ragas")
     for lang in ("en", "zh"):
         on, off, idk = (scores[f"r-{lang}-{k}"] for k in ("on", "off", "idk"))
         assert on > off >= idk, scores
         assert idk == 0.0
-    details = {s["sample_id"]: s["details"]["answer_relevancy"] for s in report.samples}
+    details = {s["sample_id"]: s["details"]["answer_relevancy_ragas"] for s in report.samples}
     assert details["r-en-idk"]["noncommittal"] and details["r-zh-idk"]["noncommittal"]
-    assert not details["r-en-on"]["noncommittal"] and not details["r-zh-on"]["noncommittal"]
     # Generated questions come out in the sample's language.
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in q["text"]) for q in details["r-zh-on"]["generated_questions"])
 

@@ -194,9 +194,10 @@ def test_true_scores_follow_each_metrics_formula(made, tmp_path):
     assert REGISTRY["context_precision"].truth_scores({}, [False, True]) == \
         {"context_precision": 0.5, "context_relevant_ratio": 0.5}
     details = {"generated_questions": [{"similarity": 0.5}, {"similarity": 0.9}]}
-    assert REGISTRY["answer_relevancy"].truth_scores(details, [True]) == {"answer_relevancy": pytest.approx(0.7)}
-    assert REGISTRY["answer_relevancy"].truth_scores(details, [False]) == {"answer_relevancy": 0.0}
-    assert REGISTRY["answer_relevancy_judge"].truth_scores({}, [True]) == {"answer_relevancy_judge": 1.0}
+    ragas_form = REGISTRY["answer_relevancy_ragas"]
+    assert ragas_form.truth_scores(details, [True]) == {"answer_relevancy_ragas": pytest.approx(0.7)}
+    assert ragas_form.truth_scores(details, [False]) == {"answer_relevancy_ragas": 0.0}
+    assert REGISTRY["answer_relevancy"].truth_scores({}, [True, True]) == {"answer_relevancy": 1.0}
     assert REGISTRY["faithfulness"].truth_scores({}, [True, False, True]) == {"faithfulness": pytest.approx(2 / 3)}
 
 

@@ -48,8 +48,7 @@ def test_a_whole_run_without_a_model():
     assert set(data["aggregate"]) == {"faithfulness", "answer_relevancy", "context_recall", "context_precision",
                                       "context_relevant_ratio"}
     assert {s["language"] for s in report.samples} == {"en", "zh"}
-    assert data["run"]["embedders"] == {"en": {"name": "hashing-embedder", "sha256": None},
-                                        "zh": {"name": "hashing-embedder", "sha256": None}}
+    assert data["run"]["embedders"] == {}  # no default metric embeds
     usage = data["run"]["usage"]
     assert usage["judge_calls"] == sum(m["judge_calls"] for m in usage["by_metric"].values()) > 0
     assert report.timing["judge_calls"] == usage["judge_calls"] and report.timing["cache_hits"] == 0
@@ -157,7 +156,7 @@ def test_run_warns_about_skipped_records_and_loads_embedders_only_when_needed(mo
     assert warnings == ["skipping record 2: field 'contexts': expected a list of strings, got a string "
                         '(for one chunk write ["not a list"])']
     assert loaded == [] and result.report["run"]["embedders"] == {}
-    run(records[:1], EvalConfig(metrics=("answer_relevancy",), n_resamples=10), judge=FakeJudge(answer),
+    run(records[:1], EvalConfig(metrics=("answer_relevancy_ragas",), n_resamples=10), judge=FakeJudge(answer),
         embedders=Spy(default=hashing_embedders().default))
     assert loaded[0] == "en"  # loaded up front, before any judging
 

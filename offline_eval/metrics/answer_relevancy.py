@@ -1,15 +1,17 @@
 """Answer relevancy: does the answer address the question that was asked?
 
-``answer_relevancy`` (the RAGAS definition, the default): from the answer alone, generate
-``n_questions`` questions it would answer (1 call) and ask whether it is noncommittal (1 short call
-sharing the answer as prefix). Score = mean cosine(question, generated_i) with the sample's embedder;
-a noncommittal answer scores 0, and so does an empty answer, without a call.
+``answer_relevancy`` (the default): two short calls. The judge is shown the question and the answer and
+asked whether the answer responds to what was asked, right or wrong; and, from the answer alone, whether
+it is evasive (noncommittal). Score = the judge's P(addresses) (or the verdict, under hard scoring); an
+evasive answer scores 0, as in RAGAS, and so does an empty answer, without a call. No embedder.
 
-``answer_relevancy_judge`` (run when named): one short call shown the question and the answer — does
-the answer respond to what was asked, right or wrong? Score = the judge's P(yes) (or the verdict,
-under hard scoring). It separates on-topic from off-topic English answers better than the cosine (ARES
-dev, README), but the 1.5B judge gives on-topic Chinese answers P(yes) of 0.35–0.46, so it is not the
-default.
+``answer_relevancy_ragas`` (run when named; the RAGAS definition, for comparing with RAGAS): from the
+answer alone, generate ``n_questions`` questions it would answer, and ask whether it is evasive. Score =
+mean cosine(question, generated_i) with the sample's embedder; 0 if evasive.
+
+Why the judge form is the default, measured on ARES dev (13 off-topic, 13 on-topic answers, README): ROC
+AUC 0.817 and balanced accuracy 0.885 at 0.7, against 0.698 and 0.500 at 0.75 for the RAGAS form, whose
+cosines of good answers sit at 0.3-0.8 with all-MiniLM-L6-v2 (the multilingual embedder did no better).
 """
 
 from __future__ import annotations
@@ -123,17 +125,102 @@ class ClassifyAnswer(Task[Verdict]):
 
 
 @dataclass(frozen=True)
-class AnswerRelevancyParams:
-    n_questions: int = param(3, minimum=1, help="Questions generated for answer relevancy.")
+class AddressesQuestion(YesNoTask):
+    """Does the answer above respond to the question above, whatever its correctness?
+
+    The instruction is English for Chinese samples too (the question and the answer are shown as written,
+    after Chinese labels): under each of four Chinese wordings the 1.5B judge gave plainly on-topic Chinese
+    answers P(yes) 0.2-0.5, the off-topic ones about as much; under this one, 0.84-0.88 against 0.43-0.63.
+    """
+
+    @property
+    def keys(self) -> list[str]:
+        return ["addresses"]
+
+    def text(self, lang: str) -> str:
+        return ("Does the answer address the question: does it respond to what was asked and give the kind of "
+                "information the question asks for, whether or not that information is correct? \"yes\" if it does; "
+                "\"no\" if it talks about something else, dodges the question, refuses, or only says it does not know.")
 
 
 @register
 class AnswerRelevancy(Metric):
     name = "answer_relevancy"
-    scores = (ScoreSpec("answer_relevancy", 0.75, "off-topic answers: the answer does not address the question",
+    # 0.7: on ARES dev (13 off-topic, 13 on-topic answers) the best balanced accuracy falls at 0.68-0.72, and
+    # the 1.5B judge keeps P(addresses) of on-topic answers at 0.7-0.9.
+    scores = (ScoreSpec("answer_relevancy", 0.7, "off-topic answers: the answer does not address the question",
+                        "the judge's P(the answer addresses the question); 0 if evasive or empty"),)
+
+    def collect(self, ctx: SampleContext) -> Evidence:
+        if not ctx.sample.answer.strip():
+            return Evidence({"reason": "empty answer"})  # it addresses nothing
+        asked = question_answer_block(ctx.sample.question, ctx.sample.answer, ctx.lang)
+        alone = answer_block(ctx.sample.answer, ctx.lang)  # evasiveness as the RAGAS form asks it: one answer
+        return judged(lambda: Evidence({"addresses": ctx.ask(AddressesQuestion(), asked),
+                                        "evasive": ctx.ask(ClassifyAnswer(), alone)}))
+
+    @classmethod
+    def truth_scores(cls, details: Mapping[str, Any], ok: Sequence[bool]) -> dict[str, float] | None:
+        """1 when a reviewer found that the answer addresses the question and is not evasive, else 0
+        (the findings: the addresses verdict, then the evasiveness verdict, ok when informative)."""
+        if len(ok) != 2:
+            return None
+        return {cls.name: float(all(ok))}
+
+    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None
+              ) -> list[Outcome]:
+        values, _ = self.verdict_values([e.data.get("addresses", []) for e in evidence])
+        outcomes = []
+        for ev, row in zip(evidence, values):
+            if ev.not_computable:
+                outcomes.append(self.not_computable(ev.not_computable))
+                continue
+            if "reason" in ev.data:
+                outcomes.append(Outcome({self.name: 0.0}, None, {"reason": ev.data["reason"]}))
+                continue
+            (addresses,), evasive = ev.data["addresses"], ev.data["evasive"]
+            findings = [
+                Finding("answer", "the answer addresses the question" if addresses.yes else
+                        "the answer does not address the question",
+                        "addresses" if addresses.yes else "off-topic", addresses.yes, addresses.p_yes),
+                _evasiveness_finding(evasive),
+            ]
+            if evasive.yes:
+                # Evasive scores 0 whatever the verdict scoring: its probability is reported, not used (as a
+                # factor it would also discount answers the judge found informative).
+                value, summary = 0.0, "evasive answer: scored 0"
+            else:
+                value = float(row[0])
+                summary = ("the answer addresses the question" if addresses.yes else
+                           "the answer does not address the question")
+                if self.soft:
+                    summary += "; score = the judge's probability that it does"
+            outcomes.append(Outcome({self.name: value}, None, reported_details(
+                findings, summary, addresses=addresses.yes, noncommittal=evasive.yes)))
+        return outcomes
+
+
+def _evasiveness_finding(verdict: Verdict) -> Finding:
+    """The evasiveness verdict as a finding (ok: the answer gives information), with P(evasive)."""
+    return Finding("answer", "the answer is evasive or noncommittal" if verdict.yes else "the answer gives information",
+                   "evasive" if verdict.yes else "informative", not verdict.yes, verdict.p_yes)
+
+
+@dataclass(frozen=True)
+class AnswerRelevancyParams:
+    n_questions: int = param(3, minimum=1, help="Questions generated for answer_relevancy_ragas.")
+
+
+@register
+class AnswerRelevancyRagas(Metric):
+    name = "answer_relevancy_ragas"
+    # RAGAS's own threshold-free form; 0.75 is the seed's gate. With all-MiniLM-L6-v2 good answers sit at
+    # 0.3-0.8, so compare runs with each other rather than gate on it (README).
+    scores = (ScoreSpec("answer_relevancy_ragas", 0.75, "off-topic answers: the answer does not address the question",
                         "mean cosine between the question and questions generated from the answer; 0 if evasive"),)
     Params = AnswerRelevancyParams
     needs_embedder = True
+    default = False
 
     def collect(self, ctx: SampleContext) -> Evidence:
         if not ctx.sample.answer.strip():
@@ -195,68 +282,11 @@ class AnswerRelevancy(Metric):
                 "generated_questions": [{"text": q, "similarity": round(float(s), 6)}
                                         for q, s in zip(generated[row], sims[row])],
             }
-            findings = [Finding("answer", "the answer is evasive or noncommittal" if verdict.yes else
-                                "the answer gives information", "evasive" if verdict.yes else "informative",
-                                not verdict.yes, verdict.p_yes)]
+            findings = [_evasiveness_finding(verdict)]
             findings += [Finding("generated question", q["text"], f"similarity {q['similarity']:.3f}", None)
                          for q in details["generated_questions"]]
             summary = f"mean similarity of {len(generated[row])} questions generated from the answer"
             if verdict.yes:
                 summary = "evasive answer: scored 0"
             outcomes[i] = Outcome({self.name: float(values[row])}, None, reported_details(findings, summary, **details))
-        return outcomes
-
-
-@dataclass(frozen=True)
-class AddressesQuestion(YesNoTask):
-    """Does the answer above respond to the question above, whatever its correctness?"""
-
-    @property
-    def keys(self) -> list[str]:
-        return ["addresses"]
-
-    def text(self, lang: str) -> str:
-        if lang == "zh":
-            return ("这个回答是否回应了问题：它是否针对所问的内容，给出了问题要的那类信息（不论信息对错）？是就答 \"yes\"；"
-                    "如果回答说的是别的事情、回避问题、拒绝回答，或者只说不知道，答 \"no\"。")
-        return ("Does the answer address the question: does it respond to what was asked and give the kind of "
-                "information the question asks for, whether or not that information is correct? \"yes\" if it does; "
-                "\"no\" if it talks about something else, dodges the question, refuses, or only says it does not know.")
-
-
-@register
-class AnswerRelevancyJudge(Metric):
-    name = "answer_relevancy_judge"
-    # 0.7, not 0.75: the 1.5B judge keeps P(addresses) of on-topic English answers at 0.7-0.9, and on ARES
-    # dev (13 off-topic, 13 on-topic answers) the best balanced accuracy falls at 0.68.
-    scores = (ScoreSpec("answer_relevancy_judge", 0.7, "off-topic answers: the answer does not address the question",
-                        "the judge's P(the answer addresses the question); 0 for an empty answer"),)
-    default = False
-
-    def collect(self, ctx: SampleContext) -> Evidence:
-        if not ctx.sample.answer.strip():
-            return Evidence({"reason": "empty answer"})  # it addresses nothing
-        shared = question_answer_block(ctx.sample.question, ctx.sample.answer, ctx.lang)
-        return judged(lambda: Evidence({"addresses": ctx.ask(AddressesQuestion(), shared)}))
-
-    def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None
-              ) -> list[Outcome]:
-        values, _ = self.verdict_values([e.data.get("addresses", []) for e in evidence])
-        outcomes = []
-        for ev, row in zip(evidence, values):
-            if ev.not_computable:
-                outcomes.append(self.not_computable(ev.not_computable))
-            elif "reason" in ev.data:
-                outcomes.append(Outcome({self.name: 0.0}, None, {"reason": ev.data["reason"]}))
-            else:
-                (verdict,) = ev.data["addresses"]
-                finding = Finding("answer", "the answer addresses the question" if verdict.yes else
-                                  "the answer does not address the question",
-                                  "addresses" if verdict.yes else "off-topic or evasive", verdict.yes, verdict.p_yes)
-                summary = ("the answer addresses the question" if verdict.yes else
-                           "the answer does not address the question")
-                if self.soft:
-                    summary += "; score = the judge's probability that it does"
-                outcomes.append(Outcome({self.name: float(row[0])}, None,
-                                        reported_details([finding], summary, addresses=verdict.yes)))
         return outcomes

@@ -51,8 +51,8 @@ def _requests(lang: str):
         yield ExtractClaims(text, "What is it?", 2, "answer").request(lang, "", "faithfulness")
         yield VerifyClaims((text, f"claim {i}")).request(
             lang, prompts.context_block([(1, text), (2, "Paris is in France.")], lang), "faithfulness")
-        yield AddressesQuestion().request(lang, question_answer_block(text, text, lang), "answer_relevancy_judge")
-        yield GenerateQuestions(1).request(lang, answer_block(text, lang), "answer_relevancy")
+        yield AddressesQuestion().request(lang, question_answer_block(text, text, lang), "answer_relevancy")
+        yield GenerateQuestions(1).request(lang, answer_block(text, lang), "answer_relevancy_ragas")
         yield ClassifyAnswer().request(lang, answer_block(text, lang), "answer_relevancy")
         yield JudgeChunk(text).request(lang, chunk_question("Where is Paris?", text, lang, basis_is_reference=True),
                                        "context_precision")

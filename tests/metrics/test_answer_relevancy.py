@@ -1,5 +1,5 @@
-"""Answer relevancy, model-free: the RAGAS form (scripted questions and evasiveness, a hashing embedder)
-and the judge form (P(addresses the question)), both scorings."""
+"""Answer relevancy, model-free: the default judge form (P(addresses the question), 0 if evasive) and the
+RAGAS form (scripted questions and evasiveness, a hashing embedder), both scorings."""
 
 from __future__ import annotations
 
@@ -12,59 +12,86 @@ from offline_eval.metrics import SampleContext
 from offline_eval.metrics.answer_relevancy import (
     AddressesQuestion,
     AnswerRelevancy,
-    AnswerRelevancyJudge,
+    AnswerRelevancyRagas,
     ClassifyAnswer,
     GenerateQuestions,
     answer_block,
     question_answer_block,
 )
 from offline_eval.testing import FakeJudge
-from tests.metrics.common import QUESTION, run, sample, scripted
+from tests.metrics.common import ANSWER, QUESTION, run, sample, scripted
 
 
-def test_judge_form_scores_the_probability_that_the_answer_addresses_the_question():
+def addresses_judge(verdict: str, p_yes: float, kind: str = "informative", p_evasive: float = 0.1) -> FakeJudge:
+    """A judge that answers the addresses question with ``verdict`` / ``p_yes`` and classifies the answer."""
     def answer(request):
+        if "answer_kind" in request.schema["properties"]:
+            return {"answer_kind": kind}, {"answer_kind": {"evasive": p_evasive, "informative": 1 - p_evasive}}
         assert list(request.schema["properties"]) == ["addresses"]
-        return {"addresses": "yes"}, {"addresses": {"yes": 0.9, "no": 0.1}}
+        return {"addresses": verdict}, {"addresses": {"yes": p_yes, "no": 1 - p_yes}}
 
-    judge = FakeJudge(answer)
-    report = run([sample("s")], judge, "answer_relevancy_judge")
+    return FakeJudge(answer)
+
+
+def test_default_form_scores_the_probability_that_the_answer_addresses_the_question():
+    judge = addresses_judge("yes", 0.9)
+    report = run([sample("s")], judge, "answer_relevancy")
     row = report["samples"][0]
-    assert row["scores"]["answer_relevancy_judge"] == pytest.approx(0.9)
-    details = row["details"]["answer_relevancy_judge"]
-    assert details["addresses"] is True
-    assert details["findings"] == [{"label": "answer", "text": "the answer addresses the question",
-                                    "verdict": "addresses", "ok": True, "probability": 0.9}]
-    # One call, shown the question and the answer; no embedder is loaded for it.
-    (request,) = judge.requests
-    assert QUESTION in request.shared and "<answer>" in request.shared
+    assert row["scores"]["answer_relevancy"] == pytest.approx(0.9)
+    details = row["details"]["answer_relevancy"]
+    assert details["addresses"] is True and details["noncommittal"] is False
+    assert details["findings"] == [
+        {"label": "answer", "text": "the answer addresses the question", "verdict": "addresses", "ok": True,
+         "probability": 0.9},
+        {"label": "answer", "text": "the answer gives information", "verdict": "informative", "ok": True,
+         "probability": 0.1}]
+    # Two short calls: the question and the answer; the answer alone (evasiveness). No embedder is loaded.
+    addresses, evasive = judge.requests
+    assert QUESTION in addresses.shared and "<answer>" in addresses.shared
+    assert QUESTION not in evasive.shared and ANSWER in evasive.shared
     assert report["run"]["embedders"] == {}
-    hard = run([sample("s")], FakeJudge(answer), "answer_relevancy_judge", verdict_scoring="hard")["samples"][0]
-    assert hard["scores"]["answer_relevancy_judge"] == 1.0
+    hard = run([sample("s")], addresses_judge("yes", 0.9), "answer_relevancy", verdict_scoring="hard")["samples"][0]
+    assert hard["scores"]["answer_relevancy"] == 1.0
 
 
-def test_judge_form_scores_an_off_topic_or_evasive_answer_low():
-    def answer(request):
-        return {"addresses": "no"}, {"addresses": {"yes": 0.2, "no": 0.8}}
-
-    row = run([sample("s")], FakeJudge(answer), "answer_relevancy_judge")["samples"][0]
-    assert row["scores"]["answer_relevancy_judge"] == pytest.approx(0.2)
-    assert row["details"]["answer_relevancy_judge"]["findings"][0]["verdict"] == "off-topic or evasive"
-    hard = run([sample("s")], FakeJudge(answer), "answer_relevancy_judge", verdict_scoring="hard")["samples"][0]
-    assert hard["scores"]["answer_relevancy_judge"] == 0.0
+def test_default_form_scores_an_off_topic_answer_low():
+    row = run([sample("s")], addresses_judge("no", 0.2), "answer_relevancy")["samples"][0]
+    assert row["scores"]["answer_relevancy"] == pytest.approx(0.2)
+    assert row["details"]["answer_relevancy"]["findings"][0]["verdict"] == "off-topic"
+    hard = run([sample("s")], addresses_judge("no", 0.2), "answer_relevancy", verdict_scoring="hard")["samples"][0]
+    assert hard["scores"]["answer_relevancy"] == 0.0
 
 
-def test_judge_form_empty_answer_scores_zero_without_a_call():
+@pytest.mark.parametrize("mode", ["hard", "probability"])
+def test_default_form_scores_an_evasive_answer_zero_whatever_it_addresses(mode):
+    # "Based on the context it is not possible to say": the judge may call it on topic; RAGAS's rule wins.
+    row = run([sample("s")], addresses_judge("yes", 0.8, kind="evasive", p_evasive=0.7), "answer_relevancy",
+              verdict_scoring=mode)["samples"][0]
+    details = row["details"]["answer_relevancy"]
+    assert row["scores"]["answer_relevancy"] == 0.0
+    assert details["summary"] == "evasive answer: scored 0" and details["noncommittal"] is True
+    assert details["findings"][1]["verdict"] == "evasive" and details["findings"][1]["probability"] == 0.7
+    # an informative answer is not discounted by its P(evasive)
+    informative = run([sample("s")], addresses_judge("yes", 0.8, p_evasive=0.4), "answer_relevancy")["samples"][0]
+    assert informative["scores"]["answer_relevancy"] == pytest.approx(0.8)
+
+
+def test_default_form_empty_answer_scores_zero_without_a_call():
     judge = FakeJudge()
-    row = run([sample("e", answer=" ")], judge, "answer_relevancy_judge")["samples"][0]
-    assert row["scores"]["answer_relevancy_judge"] == 0.0 and judge.requests == []
+    row = run([sample("e", answer=" ")], judge, "answer_relevancy")["samples"][0]
+    assert row["scores"]["answer_relevancy"] == 0.0 and judge.requests == []
 
 
-def test_the_judge_form_runs_only_when_named():
+def test_the_ragas_form_runs_only_when_named_and_shares_the_evasiveness_call():
     from offline_eval.config import EvalConfig
 
     assert "answer_relevancy" in EvalConfig().metrics
-    assert "answer_relevancy_judge" not in EvalConfig().metrics
+    assert "answer_relevancy_ragas" not in EvalConfig().metrics
+    judge = scripted()
+    report = run([sample("s")], judge, "answer_relevancy", "answer_relevancy_ragas")
+    kinds = [next(iter(r.schema["properties"])) for r in judge.requests]
+    assert sorted(kinds) == ["addresses", "answer_kind", "questions"]  # evasiveness asked once for both
+    assert set(report["samples"][0]["scores"]) >= {"answer_relevancy", "answer_relevancy_ragas"}
 
 
 def test_addresses_task_in_both_languages_defuses_the_texts():
@@ -73,7 +100,15 @@ def test_addresses_task_in_both_languages_defuses_the_texts():
     assert question_answer_block("长江有多长？", "约6300公里。", "zh").startswith("问题：")
     task = AddressesQuestion()
     assert task.schema["required"] == ["addresses"]
-    assert "不论信息对错" in task.text("zh") and "whether or not" in task.text("en")
+    # The instruction is English in both languages (measured: the 1.5B judge miscalibrates it in Chinese).
+    assert task.text("zh") == task.text("en") and "whether or not" in task.text("en")
+
+
+def test_review_truth_is_one_only_when_the_answer_addresses_the_question_and_is_not_evasive():
+    assert AnswerRelevancy.truth_scores({}, [True, True]) == {"answer_relevancy": 1.0}
+    assert AnswerRelevancy.truth_scores({}, [True, False]) == {"answer_relevancy": 0.0}
+    assert AnswerRelevancy.truth_scores({}, [False, True]) == {"answer_relevancy": 0.0}
+    assert AnswerRelevancy.truth_scores({}, [True]) is None
 
 
 def test_questions_like_the_asked_one_score_high_with_findings():
@@ -83,13 +118,13 @@ def test_questions_like_the_asked_one_score_high_with_findings():
             return {"questions": [QUESTION, QUESTION, "What colour is the sky?"]}
         return {"answer_kind": "informative"}, {"answer_kind": {"evasive": 0.1, "informative": 0.9}}
 
-    report = run([sample("s")], FakeJudge(answer), "answer_relevancy")
+    report = run([sample("s")], FakeJudge(answer), "answer_relevancy_ragas")
     row = report["samples"][0]
-    details = row["details"]["answer_relevancy"]
+    details = row["details"]["answer_relevancy_ragas"]
     # Repeats are dropped: two distinct questions, one identical to the asked one.
     assert [q["text"] for q in details["generated_questions"]] == [QUESTION, "What colour is the sky?"]
     assert details["generated_questions"][0]["similarity"] == pytest.approx(1.0)
-    assert row["scores"]["answer_relevancy"] == pytest.approx(0.5, abs=1e-6)  # mean of 1 and 0
+    assert row["scores"]["answer_relevancy_ragas"] == pytest.approx(0.5, abs=1e-6)  # mean of 1 and 0
     assert details["noncommittal"] is False
     assert details["findings"][0] == {"label": "answer", "text": "the answer gives information",
                                       "verdict": "informative", "ok": True, "probability": 0.1}
@@ -100,20 +135,20 @@ def test_questions_like_the_asked_one_score_high_with_findings():
 
 def test_evasive_answer_scores_zero_whatever_the_verdict_scoring():
     for mode in ("hard", "probability"):
-        row = run([sample("s")], scripted(answer_kind="evasive", p_evasive=0.75), "answer_relevancy",
+        row = run([sample("s")], scripted(answer_kind="evasive", p_evasive=0.75), "answer_relevancy_ragas",
                   verdict_scoring=mode)["samples"][0]
-        assert row["scores"]["answer_relevancy"] == 0.0
-        assert row["details"]["answer_relevancy"]["summary"] == "evasive answer: scored 0"
-        assert row["details"]["answer_relevancy"]["findings"][0]["probability"] == 0.75
+        assert row["scores"]["answer_relevancy_ragas"] == 0.0
+        assert row["details"]["answer_relevancy_ragas"]["summary"] == "evasive answer: scored 0"
+        assert row["details"]["answer_relevancy_ragas"]["findings"][0]["probability"] == 0.75
     # an informative answer is not discounted by its P(evasive)
-    informative = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy")["samples"][0]
-    hard = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy", verdict_scoring="hard")["samples"][0]
-    assert informative["scores"] == hard["scores"] and informative["scores"]["answer_relevancy"] > 0.0
+    informative = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy_ragas")["samples"][0]
+    hard = run([sample("s")], scripted(p_evasive=0.3), "answer_relevancy_ragas", verdict_scoring="hard")["samples"][0]
+    assert informative["scores"] == hard["scores"] and informative["scores"]["answer_relevancy_ragas"] > 0.0
 
 
 def test_empty_answer_scores_zero_without_a_judge_call():
     judge = FakeJudge()
-    metric = AnswerRelevancy()
+    metric = AnswerRelevancyRagas()
     empty = sample("empty", answer="  ")
     evidence = metric.collect(SampleContext(empty, "en", judge, metric.name))
     assert judge.requests == []
@@ -122,13 +157,13 @@ def test_empty_answer_scores_zero_without_a_judge_call():
         raise AssertionError("nothing to embed for an empty answer")
 
     (outcome,) = metric.score([empty], [evidence], no_embedding)
-    assert outcome.scores == {"answer_relevancy": 0.0}
+    assert outcome.scores == {"answer_relevancy_ragas": 0.0}
     assert outcome.not_computable is None
     assert outcome.details == {"reason": "empty answer"}
 
 
 def test_empty_answer_scores_zero_next_to_scored_answers():
-    metric = AnswerRelevancy()
+    metric = AnswerRelevancyRagas()
     judge = FakeJudge()
     samples = [sample("good"), sample("empty", answer="")]
     evidence = [metric.collect(SampleContext(s, "en", judge, metric.name)) for s in samples]
@@ -137,15 +172,15 @@ def test_empty_answer_scores_zero_next_to_scored_answers():
         return np.ones((len(texts), 2)) / np.sqrt(2)
 
     good, empty = metric.score(samples, evidence, same_vector)
-    assert good.scores["answer_relevancy"] == pytest.approx(1.0)
-    assert empty.scores["answer_relevancy"] == 0.0
+    assert good.scores["answer_relevancy_ragas"] == pytest.approx(1.0)
+    assert empty.scores["answer_relevancy_ragas"] == 0.0
 
 
 def test_no_generated_question_is_not_computable():
     report = run([sample("s")], FakeJudge(lambda r: {"questions": [" "] * r.schema["properties"]["questions"]["minItems"]}
                                           if "questions" in r.schema["properties"] else {"answer_kind": "informative"}),
-                 "answer_relevancy")
-    assert report["samples"][0]["not_computable"]["answer_relevancy"] == "the judge generated no question"
+                 "answer_relevancy_ragas")
+    assert report["samples"][0]["not_computable"]["answer_relevancy_ragas"] == "the judge generated no question"
 
 
 @pytest.mark.parametrize("n", [1, 3])

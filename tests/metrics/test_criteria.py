@@ -61,9 +61,9 @@ def test_hard_scoring_counts_the_verdict():
 
 def test_without_context_the_question_and_answer_are_the_shared_prefix_as_for_judged_relevancy():
     judge = criterion_judge()
-    run([sample("s")], judge, "answer_relevancy_judge", criteria={"cites": CITES})
+    run([sample("s")], judge, "answer_relevancy", criteria={"cites": CITES})
     (asked,) = [r for r in judge.requests if r.metric == "cites"]
-    relevancy = [r for r in judge.requests if r.metric == "answer_relevancy_judge"]
+    relevancy = [r for r in judge.requests if r.metric == "answer_relevancy"]
     assert asked.shared == question_answer_block(QUESTION, ANSWER, "en") == relevancy[0].shared
     assert asked.task.endswith(CITES) and CONTEXT not in asked.task + asked.shared
 
