@@ -207,7 +207,7 @@ def _evasiveness_finding(verdict: Verdict) -> Finding:
 
 
 @dataclass(frozen=True)
-class AnswerRelevancyParams:
+class AnswerRelevancyRagasParams:
     n_questions: int = param(3, minimum=1, help="Questions generated for answer_relevancy_ragas.")
 
 
@@ -218,7 +218,7 @@ class AnswerRelevancyRagas(Metric):
     # 0.3-0.8, so compare runs with each other rather than gate on it (README).
     scores = (ScoreSpec("answer_relevancy_ragas", 0.75, "off-topic answers: the answer does not address the question",
                         "mean cosine between the question and questions generated from the answer; 0 if evasive"),)
-    Params = AnswerRelevancyParams
+    Params = AnswerRelevancyRagasParams
     needs_embedder = True
     default = False
 
