@@ -186,9 +186,7 @@ class AnswerRelevancy(Metric):
                 _evasiveness_finding(evasive),
             ]
             if evasive.yes:
-                # Evasive scores 0 whatever the verdict scoring: its probability is reported, not used (as a
-                # factor it would also discount answers the judge found informative).
-                value, summary = 0.0, "evasive answer: scored 0"
+                value, summary = 0.0, EVASIVE_SUMMARY
             else:
                 value = float(row[0])
                 summary = ("the answer addresses the question" if addresses.yes else
@@ -198,6 +196,11 @@ class AnswerRelevancy(Metric):
             outcomes.append(Outcome({self.name: value}, None, reported_details(
                 findings, summary, addresses=addresses.yes, noncommittal=evasive.yes)))
         return outcomes
+
+
+# Both forms score an evasive answer 0, whatever the verdict scoring: its P(evasive) is reported, not used
+# (as a factor it would also discount answers the judge found informative).
+EVASIVE_SUMMARY = "evasive answer: scored 0"
 
 
 def _evasiveness_finding(verdict: Verdict) -> Finding:
@@ -270,8 +273,7 @@ class AnswerRelevancyRagas(Metric):
         gen[mask] = vectors[len(questions):]
         means, sims = scoring.mean_cosine(query, gen, mask)
         verdicts = [evidence[i].data["evasive"] for i in ok]
-        # A noncommittal answer scores 0 by definition, whatever the verdict scoring: its probability is
-        # reported, not used (as a factor it would also discount answers the judge found informative).
+        # A noncommittal answer scores 0 by definition, whatever the verdict scoring (see EVASIVE_SUMMARY).
         evasive = np.array([v.yes for v in verdicts], dtype=bool)
         # A negative mean cosine says "unrelated", as 0 does: scores stay in [0, 1].
         values = np.where(evasive, 0.0, np.clip(means, 0.0, 1.0))
@@ -287,6 +289,6 @@ class AnswerRelevancyRagas(Metric):
                          for q in details["generated_questions"]]
             summary = f"mean similarity of {len(generated[row])} questions generated from the answer"
             if verdict.yes:
-                summary = "evasive answer: scored 0"
+                summary = EVASIVE_SUMMARY
             outcomes[i] = Outcome({self.name: float(values[row])}, None, reported_details(findings, summary, **details))
         return outcomes
