@@ -6,14 +6,17 @@
 For each judge, on a typical verdict prompt (a 3-chunk context, 4 claims):
 - cold: a call with the context not yet evaluated (prefix + suffix);
 - shared prefix: the same context, other claims (only the suffix is evaluated);
-- lazy vs full grammar vs free: the same call decoded with the grammar applied lazily (default), with
-  the grammar masking the vocabulary every step (same bytes, checked), and unconstrained;
+- choices vs decoded: the same call with its fixed JSON written and one forward pass per verdict
+  (``JudgeOptions(fill_choices=True)``), and decoded token by token (the default);
+- lazy vs full grammar vs free: the same call decoded with the grammar applied lazily, with the grammar
+  masking the vocabulary every step (same bytes, checked), and unconstrained;
 - cache: the same call answered from the SQLite cache.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import tempfile
@@ -23,7 +26,9 @@ from pathlib import Path
 from offline_eval import prompts
 from offline_eval.config import EvalConfig
 from offline_eval.judge import JudgeRequest
+from offline_eval.judge.llama import RecentHeads
 from offline_eval.judge.load import load_judge
+from offline_eval.metrics.claim_coverage import VerifyClaims
 
 CONTEXT = [
     (1, "The Golden Gate Bridge opened to traffic on May 28, 1937. Its main span is 1,280 metres long, "
@@ -39,9 +44,7 @@ CLAIM_SETS = [
 
 
 def request(claims: list[str], lang: str = "en") -> JudgeRequest:
-    keys = prompts.claim_keys(len(claims))
-    return JudgeRequest(prompts.SYSTEM[lang], prompts.context_block(CONTEXT, lang), prompts.verify_claims(claims, lang),
-                        prompts.verdicts_schema(keys), prompts.verdict_budget(len(claims)), "faithfulness")
+    return VerifyClaims(tuple(claims)).request(lang, prompts.context_block(CONTEXT, lang), "faithfulness")
 
 
 def timed(fn) -> float:
@@ -59,7 +62,7 @@ def bench(name: str, repeats: int) -> dict:
         outputs: dict = {}
         cold, warm = [], []
         for r in range(repeats):
-            llama._saved_prefixes.clear()
+            llama._saved_prefixes = RecentHeads()
             llama._saved_stems.clear()
             judge.cache = None
             cold.append(timed(lambda: judge.judge(request(CLAIM_SETS[r % 3]))))
@@ -74,10 +77,14 @@ def bench(name: str, repeats: int) -> dict:
         schema_json = req.schema_json()
         tokens = llama._tokens(llama.render_split(req))
 
-        def decode(lazy: bool):
+        def decode(lazy: bool, fill_choices: bool = False):
+            llama.options = dataclasses.replace(llama.options, fill_choices=fill_choices)
             llama._decoder.lazy = lazy
             return llama._generate(tokens, req, schema_json, req.max_tokens)[0]
 
+        choices_s = []
+        for _ in range(repeats):
+            choices_s.append(timed(lambda: outputs.__setitem__("choices", decode(True, fill_choices=True))))
         lazy_s, full_s, free_s = [], [], []
         for _ in range(repeats):
             lazy_s.append(timed(lambda: outputs.__setitem__("lazy", decode(True))))
@@ -87,12 +94,16 @@ def bench(name: str, repeats: int) -> dict:
             free_s.append(timed(lambda: llm.create_completion(prompt=tokens.head + tokens.tail, max_tokens=n_gen,
                                                               temperature=0.0)))
         llama._decoder.lazy = True
+        if json.loads(outputs["choices"].text) != json.loads(outputs["lazy"].text):
+            raise SystemExit(f"choices and decoding differ: {outputs['choices'].text!r} vs {outputs['lazy'].text!r}")
         if outputs["lazy"].text != outputs["full"].text:
             raise SystemExit(f"lazy and full grammar decoding differ: {outputs['lazy'].text!r} vs {outputs['full'].text!r}")
         results["generated_tokens"] = len(outputs["lazy"].tokens)
+        results["choices_s"] = statistics.median(choices_s)
         results["lazy_grammar_decode_s"] = statistics.median(lazy_s)
         results["full_grammar_decode_s"] = statistics.median(full_s)
         results["free_decode_s"] = statistics.median(free_s)
+        results["choices_speedup_vs_decoded"] = results["lazy_grammar_decode_s"] / results["choices_s"]
         results["lazy_speedup_vs_full"] = results["full_grammar_decode_s"] / results["lazy_grammar_decode_s"]
         results["lazy_overhead_vs_free"] = results["lazy_grammar_decode_s"] / results["free_decode_s"]
         results["full_masks_in_lazy"] = outputs["lazy"].full_masks

@@ -13,11 +13,21 @@ whose chosen token belongs to exactly one option (``"y``, ``yes``, ``"no"``...).
 probability of an option is the softmax mass of the tokens consistent with it, renormalised over the
 options: the distribution the grammar leaves the model. Reading it inside the JSON at the decision
 token, rather than after free text, is where it is informative.
+
+Choices only. A schema made of nothing but enum fields (every verdict task) has one free decision per
+field; every other character is fixed. ``fill_choices`` (opt-in: ``JudgeOptions.fill_choices``) writes
+the fixed text itself, in one layout (``{ "claim_1": "yes", "claim_2": "no"}``, the 1.5B judge's own
+for claim batches), evaluating each fixed stretch in one batch, as a prompt is, and decides each field
+from one read of the logits: the option holding the best token, which is the token greedy decoding
+under the grammar would take. A verdict then costs one forward pass per field instead of about nine,
+and its probability is read at that same step. Off by default: the judge writes chunk verdicts
+compactly, and there the fixed layout lowered agreement (README, "Verdict scoring").
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +52,24 @@ def enum_fields(schema: dict[str, Any]) -> dict[str, tuple[str, ...]]:
         if options and all(isinstance(o, str) for o in options):
             out[key] = tuple(options)
     return out
+
+
+def choice_fields(schema: dict[str, Any]) -> dict[str, tuple[str, ...]] | None:
+    """The fields, in output order, of a schema whose output is fixed text but for one enum choice per
+    field; None for any other schema.
+
+    Every property required, in order, nothing else allowed, each an enum of plain strings whose first
+    characters differ (so the first token of a value names its option).
+    """
+    fields = enum_fields(schema)
+    in_order = list(schema.get("required") or []) == list(schema.get("properties") or {}) == list(fields)
+    if schema.get("type") != "object" or schema.get("additionalProperties") is not False or not in_order:
+        return None
+    for options in fields.values():
+        plain = all(o and json.dumps(o) == f'"{o}"' for o in options)
+        if not plain or len({o[0] for o in options}) != len(options):
+            return None
+    return fields
 
 
 class ChoiceReader:
@@ -80,12 +108,20 @@ class ChoiceReader:
             sets = self._token_sets(options, quoted=bool(match.group(1)))
             if not any(token in s for s in sets if s.size):
                 return  # an ambiguous token (the opening quote alone): the decision comes next step
-            pooled = np.concatenate([logits[s] for s in sets if s.size]).astype(np.float64)
-            top = pooled.max()
-            mass = [float(np.exp(logits[s].astype(np.float64) - top).sum()) if s.size else 0.0 for s in sets]
-            total = sum(mass)
-            found[key] = {o: round(m / total, 6) for o, m in zip(options, mass)}
+            found[key] = self.distribution(options, quoted=bool(match.group(1)), logits=logits)[0]
             return
+
+    def distribution(self, options: tuple[str, ...], *, quoted: bool, logits: np.ndarray
+                     ) -> tuple[dict[str, float], str]:
+        """The options' probabilities at a decision step (each option's softmax mass, renormalised over
+        the options), and the option holding the single best token there: greedy decoding's choice."""
+        sets = self._token_sets(options, quoted)
+        pooled = np.concatenate([logits[s] for s in sets if s.size]).astype(np.float64)
+        top = pooled.max()
+        mass = [float(np.exp(logits[s].astype(np.float64) - top).sum()) if s.size else 0.0 for s in sets]
+        best = max(range(len(options)), key=lambda i: float(logits[sets[i]].max()) if sets[i].size else -np.inf)
+        total = sum(mass)
+        return {o: round(m / total, 6) for o, m in zip(options, mass)}, options[best]
 
 
 class GrammarDecoder:
@@ -106,6 +142,7 @@ class GrammarDecoder:
         self._samplers: dict[str, Any] = {}
         self._pieces: list[str] | None = None
         self._readers: dict[str, ChoiceReader] = {}
+        self._choice_reader: ChoiceReader | None = None
 
     def close(self) -> None:
         for sampler in self._samplers.values():
@@ -181,4 +218,34 @@ class GrammarDecoder:
             out.tokens.append(token)
             self._llm.eval([token])
         out.text = self._llm.detokenize(out.tokens).decode("utf-8", errors="ignore")
+        return out
+
+    def fill_choices(self, fields: dict[str, tuple[str, ...]], max_tokens: int) -> Generation | None:
+        """Write a choices-only output (``choice_fields``) after the evaluated prompt: the fixed text in
+        batches, one read of the logits per field. None when the output would not fit ``max_tokens``
+        (the caller decodes token by token, which ends the same way a cut output always does)."""
+        lib, ctx = self._lib, self._llm._ctx.ctx
+        if self._choice_reader is None:
+            self._choice_reader = ChoiceReader(self._piece_texts(), {})  # keeps each option set's tokens
+        reader = self._choice_reader
+        out = Generation("", "stop", [])
+
+        def tokenize(text: str) -> list[int]:
+            return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+        # The layout the judges write unprompted; fixed, so every call is decided after the same text.
+        fixed = [("{ " if i == 0 else '", ') + f'"{key}": "' for i, key in enumerate(fields)]
+        if len(tokenize("".join(fixed) + "".join(max(o, key=len) for o in fields.values()) + '"}')) > max_tokens:
+            return None
+        pending = ""
+        for (key, options), opening in zip(fields.items(), fixed):
+            tokens = tokenize(pending + opening)
+            self._llm.eval(tokens)
+            out.tokens += tokens
+            logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(ctx, -1), shape=(self.n_vocab,))
+            out.probabilities[key], choice = reader.distribution(options, quoted=True, logits=logits)
+            out.text += pending + opening
+            pending = choice
+        out.tokens += tokenize(pending + '"}')  # the last value and the close: nothing follows, so not evaluated
+        out.text += pending + '"}'
         return out

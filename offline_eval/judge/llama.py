@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_eval.judge.base import Completion, JudgeError, JudgeRequest, JudgeResult, Prepared
-from offline_eval.judge.decode import Generation, GrammarDecoder
+from offline_eval.judge.decode import Generation, GrammarDecoder, choice_fields
 from offline_eval.judge.judge import Judge
 from offline_eval.judge.llama_build import build_identity
 
@@ -107,6 +107,10 @@ class JudgeOptions:
     n_batch: int = 512
     verbose: bool = False
     lazy_grammar: bool = True  # same tokens as masking every step (tested), less time
+    # Verdict-only outputs written as choices, one forward pass a verdict (decode.py): 1.78x faster a
+    # verdict call, but its fixed layout lowered chunk relevance on HotpotQA dev (AUC 0.723 vs 0.844),
+    # where the judge writes chunk verdicts compactly. Off until the layout follows the judge's own.
+    fill_choices: bool = False
 
 
 @contextlib.contextmanager
@@ -277,8 +281,14 @@ class LlamaJudge:
         """Decode one call from its head's saved state. Returns the generation and the tokens evaluated."""
         evaluated = self._restore_prefix(tokens)
         self._llm.eval(tokens.tail)
-        generation = self._decoder.generate(self._grammar(schema_json), schema_json, request.schema, max_tokens)
+        fields = self._choice_fields(request.schema)
+        generation = self._decoder.fill_choices(fields, max_tokens) if fields else None
+        if generation is None:
+            generation = self._decoder.generate(self._grammar(schema_json), schema_json, request.schema, max_tokens)
         return generation, evaluated + len(tokens.tail)
+
+    def _choice_fields(self, schema: dict[str, Any]) -> dict[str, tuple[str, ...]] | None:
+        return choice_fields(schema) if self.options.fill_choices else None
 
     def prepare(self, request: JudgeRequest) -> Prepared:
         prompt = self.render_split(request)
@@ -289,6 +299,8 @@ class LlamaJudge:
         params = {"temperature": 0, "split": [len(tokens.stem), len(tokens.head)], "max_tokens": request.max_tokens,
                   "n_batch": self.options.n_batch, "n_gpu_layers": self.options.n_gpu_layers,
                   "build": self.build, "user_text": "plain"}
+        if self._choice_fields(request.schema):
+            params["decode"] = "choices"  # the fixed text is written, not decoded: its layout is fixed too
         return Prepared(prompt.text, params, len(tokens), tokens)
 
     def complete(self, prepared: Prepared, request: JudgeRequest, max_tokens: int) -> Completion:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -196,13 +197,19 @@ def _verdict_request(claims, context, lang="en"):
     return VerifyClaims(tuple(claims)).request(lang, prompts.context_block([(1, context)], lang), "f")
 
 
+def _token_by_token(judge, fill_choices: bool = False):
+    """The judge with choices decoded like any other output (``fill_choices`` off, the default), or written."""
+    judge.backend.options = dataclasses.replace(judge.backend.options, fill_choices=fill_choices)
+    return judge
+
+
 def test_lazy_grammar_gives_the_same_bytes_as_masking_every_step():
     """The greedy token, when the grammar allows it, is the best allowed token: same output either way."""
     from tests.conftest import make_judge
 
     requests = [_verdict_request(c, ctx) for c, ctx in _VERDICT_REQUESTS] + list(_requests("en"))[:10]
-    lazy = make_judge("tiny", None, n_ctx=2048)
-    full = make_judge("tiny", None, n_ctx=2048)
+    lazy = _token_by_token(make_judge("tiny", None, n_ctx=2048))
+    full = _token_by_token(make_judge("tiny", None, n_ctx=2048))
     full.backend._decoder.lazy = False
     outputs = []
     for judge in (lazy, full):
@@ -214,6 +221,85 @@ def test_lazy_grammar_gives_the_same_bytes_as_masking_every_step():
                 row.append(str(exc))
         outputs.append(row)
     assert outputs[0] == outputs[1]
+
+
+def _choice_requests(lang: str) -> list[JudgeRequest]:
+    """Verdict, chunk, evasiveness and addresses-the-question calls: every task answered by choices."""
+    zh = lang == "zh"
+    context = "堪培拉是澳大利亚的首都。悉尼是澳大利亚最大的城市。" if zh else _VERDICT_REQUESTS[0][1]
+    claims = (["悉尼是澳大利亚的首都。", "堪培拉是首都。", "悉尼是最大的城市。"] if zh else
+              ["The capital of Australia is Sydney.", "Canberra is the capital.", "Sydney is the largest city.",
+               "Australia has no cities."])
+    question, answer = ("澳大利亚的首都是哪里？", "堪培拉。") if zh else ("What is the capital of Australia?", "Canberra.")
+    return [
+        _verdict_request(claims, context, lang),
+        JudgeChunk(context).request(lang, chunk_question(question, answer, lang, basis_is_reference=True), "cp"),
+        JudgeChunk("Bananas are yellow." if not zh else "香蕉是黄色的。").request(
+            lang, chunk_question(question, answer, lang, basis_is_reference=True), "cp"),
+        ClassifyAnswer().request(lang, answer_block("I cannot tell from the documents." if not zh else "我不知道。", lang),
+                                 "ar"),
+        AddressesQuestion().request(lang, question_answer_block(question, answer, lang), "ar"),
+    ]
+
+
+def test_choices_written_directly_agree_with_token_by_token_decoding(default_judge):
+    """Written choices are schema-valid, in the fixed layout, decided by the likelier option, and right on
+    the clear cases. Against token-by-token decoding they differ only where the judge's own layout
+    differs: it writes chunk verdicts compactly (``{"relevant":"no"}``), and that layout flipped the
+    chunk that states the answer to "no", which the fixed layout judges "yes"."""
+    requests = _choice_requests("en") + _choice_requests("zh")
+    options = default_judge.backend.options
+    try:
+        filled = [_token_by_token(default_judge, fill_choices=True).judge(r) for r in requests]
+        decoded = [_token_by_token(default_judge).judge(r) for r in requests]
+    finally:
+        default_judge.backend.options = options
+    for request, a, b in zip(requests, filled, decoded):
+        jsonschema.validate(a.value, request.schema)
+        assert a.raw.startswith('{ "') and a.raw.endswith('"}'), a.raw  # the layout the judge writes itself
+        assert set(a.probabilities) == set(a.value) == set(b.value)
+        for key, options in a.probabilities.items():
+            assert abs(sum(options.values()) - 1) < 1e-5
+            assert max(options, key=options.get) == a.value[key]  # the choice is the likelier option
+    for offset in (0, 5):  # English, Chinese
+        verdicts, answer_chunk, banana_chunk, evasive, addresses = filled[offset:offset + 5]
+        assert verdicts.value["claim_2"] == "yes"  # Canberra is the capital
+        assert answer_chunk.value["relevant"] == "yes" and banana_chunk.value["relevant"] == "no"
+        assert evasive.value["answer_kind"] == "evasive"
+        assert addresses.probabilities[next(iter(addresses.value))]["yes"] > 0.5
+    # Where both decoders write the same layout (every claim batch), they reach the same verdicts.
+    same_layout = [(a, b) for a, b in zip(filled, decoded) if b.raw.startswith('{ "')]
+    assert any("claim_1" in a.value for a, _ in same_layout)
+    for a, b in same_layout:
+        assert a.value == b.value, (a.raw, b.raw)
+
+
+def test_a_choices_output_is_cached_apart_from_a_decoded_one(tmp_path):
+    """Writing the fixed text can change the bytes (its layout is fixed), so the cache keeps them apart."""
+    from tests.conftest import make_judge
+
+    request = _verdict_request(*_VERDICT_REQUESTS[0])
+    judge = _token_by_token(make_judge("tiny", tmp_path / "c.sqlite", n_ctx=2048))
+    assert not judge.judge(request).cached
+    first = _token_by_token(judge, fill_choices=True).judge(request)
+    assert not first.cached and judge.judge(request).cached
+    assert first.raw == '{ "claim_1": "' + first.value["claim_1"] + '"}'
+
+
+def test_choices_that_would_overrun_the_budget_are_decoded_as_usual(tiny_judge):
+    """The budget stays a hard limit: a choices output longer than it is left to the token decoder,
+    which stops at the budget (and the judge retries with a larger one, as for any cut output)."""
+    backend = tiny_judge.backend
+    request = _verdict_request(*_VERDICT_REQUESTS[2])
+    tokens = backend._tokens(backend.render_split(request))
+    backend._restore_prefix(tokens)
+    backend._llm.eval(tokens.tail)
+    fields = {"claim_1": ("yes", "no"), "claim_2": ("yes", "no")}
+    assert backend._decoder.fill_choices(fields, max_tokens=5) is None
+    backend._restore_prefix(tokens)
+    backend._llm.eval(tokens.tail)
+    written = backend._decoder.fill_choices(fields, max_tokens=64)
+    assert written is not None and list(json.loads(written.text)) == ["claim_1", "claim_2"]
 
 
 def test_every_verdict_carries_its_probability(default_judge):
