@@ -58,10 +58,8 @@ def run_smoke(judge: str = "tiny", n_gpu_layers: int = 0, n_threads: int | None 
     model = modelstore.resolve(judge, "judge")
     started = time.perf_counter()
     llm_judge = LlamaJudge(model.path, name=model.name, sha256=model.sha256 or "",
-                           # Decoded token by token under the grammar (not written as choices): the
-                           # grammar sampler is the part of llama.cpp this check is for.
                            options=JudgeOptions(n_ctx=2048, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
-                                                verbose=verbose, fill_choices=False))
+                                                verbose=verbose))
     load_seconds = time.perf_counter() - started
     system = "You check claims against a context. Answer only with the JSON object asked for."
 

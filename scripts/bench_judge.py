@@ -6,8 +6,9 @@
 For each judge, on a typical verdict prompt (a 3-chunk context, 4 claims):
 - cold: a call with the context not yet evaluated (prefix + suffix);
 - shared prefix: the same context, other claims (only the suffix is evaluated);
-- choices vs decoded: the same call with its fixed JSON written and one forward pass per verdict
-  (``JudgeOptions(fill_choices=True)``), and decoded token by token (the default);
+- drafted vs one token a pass: the same call with the fixed JSON after each verdict drafted and checked in
+  one batch (``JudgeOptions(draft=True)``, the default), and decoded one token per forward pass (same
+  tokens, checked);
 - lazy vs full grammar vs free: the same call decoded with the grammar applied lazily, with the grammar
   masking the vocabulary every step (same bytes, checked), and unconstrained;
 - cache: the same call answered from the SQLite cache.
@@ -77,14 +78,14 @@ def bench(name: str, repeats: int) -> dict:
         schema_json = req.schema_json()
         tokens = llama._tokens(llama.render_split(req))
 
-        def decode(lazy: bool, fill_choices: bool = False):
-            llama.options = dataclasses.replace(llama.options, fill_choices=fill_choices)
+        def decode(lazy: bool, draft: bool = False):
+            llama.options = dataclasses.replace(llama.options, draft=draft)
             llama._decoder.lazy = lazy
             return llama._generate(tokens, req, schema_json, req.max_tokens)[0]
 
-        choices_s = []
+        drafted_s = []
         for _ in range(repeats):
-            choices_s.append(timed(lambda: outputs.__setitem__("choices", decode(True, fill_choices=True))))
+            drafted_s.append(timed(lambda: outputs.__setitem__("drafted", decode(True, draft=True))))
         lazy_s, full_s, free_s = [], [], []
         for _ in range(repeats):
             lazy_s.append(timed(lambda: outputs.__setitem__("lazy", decode(True))))
@@ -94,16 +95,18 @@ def bench(name: str, repeats: int) -> dict:
             free_s.append(timed(lambda: llm.create_completion(prompt=tokens.head + tokens.tail, max_tokens=n_gen,
                                                               temperature=0.0)))
         llama._decoder.lazy = True
-        if json.loads(outputs["choices"].text) != json.loads(outputs["lazy"].text):
-            raise SystemExit(f"choices and decoding differ: {outputs['choices'].text!r} vs {outputs['lazy'].text!r}")
+        if outputs["drafted"].tokens != outputs["lazy"].tokens:
+            raise SystemExit(f"drafted and token-by-token decoding differ: {outputs['drafted'].text!r} vs "
+                             f"{outputs['lazy'].text!r}")
         if outputs["lazy"].text != outputs["full"].text:
             raise SystemExit(f"lazy and full grammar decoding differ: {outputs['lazy'].text!r} vs {outputs['full'].text!r}")
         results["generated_tokens"] = len(outputs["lazy"].tokens)
-        results["choices_s"] = statistics.median(choices_s)
+        results["drafted_s"] = statistics.median(drafted_s)
+        results["drafted_passes"] = outputs["drafted"].passes
         results["lazy_grammar_decode_s"] = statistics.median(lazy_s)
         results["full_grammar_decode_s"] = statistics.median(full_s)
         results["free_decode_s"] = statistics.median(free_s)
-        results["choices_speedup_vs_decoded"] = results["lazy_grammar_decode_s"] / results["choices_s"]
+        results["drafted_speedup_vs_token_by_token"] = results["lazy_grammar_decode_s"] / results["drafted_s"]
         results["lazy_speedup_vs_full"] = results["full_grammar_decode_s"] / results["lazy_grammar_decode_s"]
         results["lazy_overhead_vs_free"] = results["lazy_grammar_decode_s"] / results["free_decode_s"]
         results["full_masks_in_lazy"] = outputs["lazy"].full_masks

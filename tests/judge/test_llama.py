@@ -197,9 +197,10 @@ def _verdict_request(claims, context, lang="en"):
     return VerifyClaims(tuple(claims)).request(lang, prompts.context_block([(1, context)], lang), "f")
 
 
-def _token_by_token(judge, fill_choices: bool = False):
-    """The judge with choices decoded like any other output (``fill_choices`` off, the default), or written."""
-    judge.backend.options = dataclasses.replace(judge.backend.options, fill_choices=fill_choices)
+def _token_by_token(judge, draft: bool = False):
+    """The judge decoding one token per forward pass (``draft`` off, the default), or drafting verdicts'
+    fixed text."""
+    judge.backend.options = dataclasses.replace(judge.backend.options, draft=draft)
     return judge
 
 
@@ -242,64 +243,70 @@ def _choice_requests(lang: str) -> list[JudgeRequest]:
     ]
 
 
-def test_choices_written_directly_agree_with_token_by_token_decoding(default_judge):
-    """Written choices are schema-valid, in the fixed layout, decided by the likelier option, and right on
-    the clear cases. Against token-by-token decoding they differ only where the judge's own layout
-    differs: it writes chunk verdicts compactly (``{"relevant":"no"}``), and that layout flipped the
-    chunk that states the answer to "no", which the fixed layout judges "yes"."""
+def _decode(judge, request: JudgeRequest, max_tokens: int):
+    """One call's generation, straight from the decoder (no cache, no retry)."""
+    backend = judge.backend
+    tokens = backend._tokens(backend.render_split(request))
+    backend._restore_prefix(tokens)
+    backend._llm.eval(tokens.tail)
+    return backend._decoder.generate(backend._grammar(request.schema_json()), request.schema_json(), request.schema,
+                                     max_tokens, draft=backend.options.draft)
+
+
+def test_drafted_verdicts_are_the_verdicts_decoding_reaches_in_fewer_passes(default_judge):
+    """Drafting decides how many tokens one forward pass evaluates, not which rule picks them: the
+    default judge's verdict outputs (claims, chunks, evasiveness, addresses-the-question; English and
+    Chinese) reach the verdicts decoding one token a pass reaches, with close probabilities, in fewer
+    passes. Not always the same bytes: a batch's logits differ from one-at-a-time ones by up to about
+    0.6 here (llama.cpp's batched matrix kernels round differently): P(yes) moved by up to 0.07 on these
+    calls, and a near-tie in the spacing went the other way (``{"answer_kind": "evasive"}`` against
+    ``{"answer_kind":"evasive"}``)."""
     requests = _choice_requests("en") + _choice_requests("zh")
-    options = default_judge.backend.options
     try:
-        filled = [_token_by_token(default_judge, fill_choices=True).judge(r) for r in requests]
-        decoded = [_token_by_token(default_judge).judge(r) for r in requests]
+        drafted = [_decode(_token_by_token(default_judge, draft=True), r, r.max_tokens) for r in requests]
+        decoded = [_decode(_token_by_token(default_judge), r, r.max_tokens) for r in requests]
     finally:
-        default_judge.backend.options = options
-    for request, a, b in zip(requests, filled, decoded):
-        jsonschema.validate(a.value, request.schema)
-        assert a.raw.startswith('{ "') and a.raw.endswith('"}'), a.raw  # the layout the judge writes itself
-        assert set(a.probabilities) == set(a.value) == set(b.value)
+        _token_by_token(default_judge)
+    for request, a, b in zip(requests, drafted, decoded):
+        assert a.finish == b.finish == "stop"
+        jsonschema.validate(json.loads(a.text), request.schema)
+        assert json.loads(a.text) == json.loads(b.text), (a.text, b.text)
+        assert set(a.probabilities) == set(b.probabilities) == set(request.schema["properties"])
         for key, options in a.probabilities.items():
-            assert abs(sum(options.values()) - 1) < 1e-5
-            assert max(options, key=options.get) == a.value[key]  # the choice is the likelier option
-    for offset in (0, 5):  # English, Chinese
-        verdicts, answer_chunk, banana_chunk, evasive, addresses = filled[offset:offset + 5]
-        assert verdicts.value["claim_2"] == "yes"  # Canberra is the capital
-        assert answer_chunk.value["relevant"] == "yes" and banana_chunk.value["relevant"] == "no"
-        assert evasive.value["answer_kind"] == "evasive"
-        assert addresses.probabilities[next(iter(addresses.value))]["yes"] > 0.5
-    # Where both decoders write the same layout (every claim batch), they reach the same verdicts.
-    same_layout = [(a, b) for a, b in zip(filled, decoded) if b.raw.startswith('{ "')]
-    assert any("claim_1" in a.value for a, _ in same_layout)
-    for a, b in same_layout:
-        assert a.value == b.value, (a.raw, b.raw)
+            for option, p in options.items():
+                assert abs(p - b.probabilities[key][option]) < 0.1, (key, option, p, b.probabilities[key][option])
+        assert b.passes == len(b.tokens)  # one token a pass
+    claims_call = drafted[0]
+    assert claims_call.tokens == decoded[0].tokens  # the judge's own layout, copied
+    assert claims_call.passes <= len(claims_call.tokens) / 2, (claims_call.passes, len(claims_call.tokens))
+    assert sum(a.passes for a in drafted) < sum(b.passes for b in decoded)
 
 
-def test_a_choices_output_is_cached_apart_from_a_decoded_one(tmp_path):
-    """Writing the fixed text can change the bytes (its layout is fixed), so the cache keeps them apart."""
+def test_a_draft_never_passes_the_budget(default_judge):
+    """The budget stays a hard limit: drafted and token-by-token decoding cut the same output at it."""
+    request = _verdict_request(*_VERDICT_REQUESTS[2])
+    try:
+        for budget in (3, 7, 12):
+            drafted = _decode(_token_by_token(default_judge, draft=True), request, budget)
+            decoded = _decode(_token_by_token(default_judge), request, budget)
+            assert len(drafted.tokens) == budget and drafted.finish == "length"
+            assert drafted.tokens == decoded.tokens
+    finally:
+        _token_by_token(default_judge)
+
+
+def test_a_drafted_output_is_cached_apart_from_a_decoded_one(tmp_path):
+    """A batch's logits differ from one-at-a-time ones by rounding, so the cache keeps the two ways apart;
+    here they reach the same verdict."""
     from tests.conftest import make_judge
 
     request = _verdict_request(*_VERDICT_REQUESTS[0])
     judge = _token_by_token(make_judge("tiny", tmp_path / "c.sqlite", n_ctx=2048))
-    assert not judge.judge(request).cached
-    first = _token_by_token(judge, fill_choices=True).judge(request)
-    assert not first.cached and judge.judge(request).cached
-    assert first.raw == '{ "claim_1": "' + first.value["claim_1"] + '"}'
-
-
-def test_choices_that_would_overrun_the_budget_are_decoded_as_usual(tiny_judge):
-    """The budget stays a hard limit: a choices output longer than it is left to the token decoder,
-    which stops at the budget (and the judge retries with a larger one, as for any cut output)."""
-    backend = tiny_judge.backend
-    request = _verdict_request(*_VERDICT_REQUESTS[2])
-    tokens = backend._tokens(backend.render_split(request))
-    backend._restore_prefix(tokens)
-    backend._llm.eval(tokens.tail)
-    fields = {"claim_1": ("yes", "no"), "claim_2": ("yes", "no")}
-    assert backend._decoder.fill_choices(fields, max_tokens=5) is None
-    backend._restore_prefix(tokens)
-    backend._llm.eval(tokens.tail)
-    written = backend._decoder.fill_choices(fields, max_tokens=64)
-    assert written is not None and list(json.loads(written.text)) == ["claim_1", "claim_2"]
+    decoded = judge.judge(request)
+    assert not decoded.cached
+    drafted = _token_by_token(judge, draft=True).judge(request)
+    assert not drafted.cached and judge.judge(request).cached
+    assert drafted.value == decoded.value
 
 
 def test_every_verdict_carries_its_probability(default_judge):
