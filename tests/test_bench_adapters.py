@@ -121,3 +121,23 @@ def test_cli_output_loads_as_our_dataset(tmp_path, name):
     assert [s.sample_id for s in result.samples] == [lab["sample_id"] for lab in labels]
     converted = bench.convert(name, "test", ROOT, limit=5)
     assert [s.contexts for s in result.samples] == [tuple(s["contexts"]) for s, _ in converted]
+
+
+@needs_benchmarks
+def test_a_seeded_sample_stands_for_the_whole_split():
+    """In file order AttributionBench's balanced 60 are all AttributedQA; a seeded sample draws from
+    across its sub-datasets, balanced by label, and the same seed draws the same items."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import agreement_benchmark
+
+    items = bench.convert("attributionbench", "dev", ROOT)
+    mapping = agreement_benchmark.MAPPINGS["attributionbench"]
+    in_order = agreement_benchmark.select(items, mapping, 60, True)
+    assert {s["category"] for s, _ in in_order} == {"AttributedQA"}
+    drawn = agreement_benchmark.select(items, mapping, 60, True, sample_seed=7)
+    assert sorted(lab["attributable"] for _, lab in drawn) == [0] * 30 + [1] * 30
+    assert len(Counter(s["category"] for s, _ in drawn)) >= 3
+    assert drawn == agreement_benchmark.select(items, mapping, 60, True, sample_seed=7)
+    assert drawn != agreement_benchmark.select(items, mapping, 60, True, sample_seed=8)
