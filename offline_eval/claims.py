@@ -58,7 +58,7 @@ def _bigram_units(text: str) -> set[str]:
     return {cjk[i : i + 2] for i in range(len(cjk) - 1)}
 
 
-def _content_units(text: str) -> set[str]:
+def content_units(text: str) -> set[str]:
     """Content words and numbers, plus Chinese character bigrams."""
     return _word_units(text) | _bigram_units(text)
 
@@ -74,8 +74,11 @@ def grounded(claim: str, source: str, *, question: str = "", min_overlap: float 
     Google Workspace (SAML 2.0)" becomes "Okta supports single sign-on", with "single sign-on" from the
     question (without it, that claim was dropped). A claim made only of the question's words restates
     the question and states nothing from the text: dropped. So is a claim about the text ("The answer
-    says ..."), unless the text itself talks that way; and a claim with no content unit at all
-    ("e", "It is so."): the fast judge, on ARES dev, split an answer into the "claims" "e", "l", "i".
+    says ..."), unless the text itself talks that way; and a claim with fewer than two content units
+    ("e", "It is so.", "Gabriel"), which names at most one thing and says nothing of it: the fast judge,
+    on ARES dev, split an answer into the "claims" "e", "l", "i", and the default judge on
+    AttributionBench dev took "Gabriel" from "best known for his role as Gabriel "Gabe" Lowan", a
+    "claim" the context could not support (P 0.07), which sank an attributable answer.
 
     Two thirds of the words, not half: the 1.5B judge turned the answer "HTTP 404 means internal
     server error" into the claim "HTTP 404 means the server cannot find the requested resource" —
@@ -83,7 +86,7 @@ def grounded(claim: str, source: str, *, question: str = "", min_overlap: float 
     let through (and the context then "supported"). Bigrams keep the lower bar: a Chinese paraphrase
     that reorders characters breaks bigrams that a reworded English claim keeps as words.
     """
-    if not _content_units(claim) or (_META.search(claim) and not _META.search(source)):
+    if len(content_units(claim)) < 2 or (_META.search(claim) and not _META.search(source)):
         return False
     anchored = False
     for units_of, bar in ((_word_units, min_overlap), (_bigram_units, min_bigram_overlap)):
@@ -114,7 +117,7 @@ def sentences(text: str) -> list[str]:
             parts[-1] = f"{parts[-1]} {piece}"  # "e.g. Paris" does not start a sentence
         else:
             parts.append(piece)
-    return [p for p in parts if _content_units(p)]
+    return [p for p in parts if content_units(p)]
 
 
 def uncovered_sentences(text_sentences: list[str], claims: list[str], *, question: str = "",
@@ -128,11 +131,11 @@ def uncovered_sentences(text_sentences: list[str], claims: list[str], *, questio
     do not count towards coverage: a claim that keeps "HTTP 404 means" from the question and swaps
     "internal server error" for another fact has not covered that sentence.
     """
-    claimed = set().union(*(_content_units(c) for c in claims)) if claims else set()
-    asked = _content_units(question)
+    claimed = set().union(*(content_units(c) for c in claims)) if claims else set()
+    asked = content_units(question)
     out = []
     for i, sentence in enumerate(text_sentences):
-        units = _content_units(sentence)
+        units = content_units(sentence)
         units = (units - asked) or units
         if units and len(units & claimed) / len(units) < min_coverage:
             out.append(i)

@@ -41,9 +41,13 @@ def test_grounded_accepts_the_questions_words_but_not_only_them():
     assert not grounded("Auth0 and Keycloak support LDAP federation.", reference, question=question)
 
 
-def test_claim_without_content_words_is_dropped():
+def test_claim_without_two_content_words_is_dropped():
     assert not grounded("e", "The Delta Live Tables CLI has subcommands.")
     assert not grounded("It is so.", "anything")
+    source = 'He is best known for his role as Gabriel "Gabe" Lowan in Beauty and the Beast.'
+    assert not grounded("Gabriel", source)  # a name, nothing said of it
+    assert grounded("Gabriel Lowan is in Beauty and the Beast", source)
+    assert not grounded("首都", "堪培拉是澳大利亚的首都。") and grounded("堪培拉是首都", "堪培拉是澳大利亚的首都。")
 
 
 def test_claims_about_the_text_itself_are_dropped():

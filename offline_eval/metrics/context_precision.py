@@ -9,15 +9,22 @@ each chunk counts as its P(relevant), a soft relevance.
 One chunk per call, not all chunks in one: on the hand-labelled set the 1.5B judge, shown three
 chunks at once, answered yes/no/yes whatever their content; judged one at a time it ranks them right.
 The calls share their prefix, so each costs only its chunk's tokens.
+
+A chunk that states the reference answer word for word (``states_reference``) is relevant without a
+judge call. The 1.5B judge underrated exactly these: on HotpotQA dev it gave the paragraph saying
+Shirley Temple "served as Chief of Protocol of the United States", for the question whose reference
+answer is "Chief of Protocol", P(relevant) 0.34.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from offline_eval import scoring
+from offline_eval.claims import content_units
 from offline_eval.judge import JudgeError
 from offline_eval.metrics.base import (
     EmbedFn,
@@ -36,6 +43,30 @@ from offline_eval.prompts import Verdict, YesNoTask, defuse
 from offline_eval.sample import Sample
 
 _PREVIEW = 160
+
+
+# Answers that a chunk can contain without stating them: a yes/no question's reference.
+_BARE_ANSWERS = frozenset({"yes", "no", "true", "false", "是", "否", "不是", "对", "不对", "有", "没有"})
+
+
+def states_reference(chunk: str, reference: str, question: str) -> bool:
+    """Whether ``chunk`` contains the reference answer word for word (case and spacing aside; whole
+    words where it begins or ends with a letter or digit), and the reference says something the
+    question does not.
+
+    A short reference found in a chunk ("Chief of Protocol", "3,677 seated") is that chunk stating the
+    answer. A reference made of the question's own words ("Terry Richardson" for "Who is older, Annie
+    Morton or Terry Richardson?") or a bare yes/no is not: every chunk on the topic holds it. On
+    HotpotQA dev (30 questions, 300 paragraphs) this holds for 34 of the 60 gold paragraphs and 7 of the
+    240 distractors; counting those chunks relevant took the AUC of chunk relevance from 0.879 to 0.933
+    and its balanced accuracy at P ≥ 0.5 from 0.558 to 0.802.
+    """
+    ref = " ".join(reference.split()).strip(" .。")
+    if not ref or ref.lower() in _BARE_ANSWERS or not (content_units(ref) - content_units(question)):
+        return False
+    start = r"(?<![\w])" if ref[0].isascii() and ref[0].isalnum() else ""
+    end = r"(?![\w])" if ref[-1].isascii() and ref[-1].isalnum() else ""
+    return re.search(start + re.escape(ref) + end, " ".join(chunk.split()), re.IGNORECASE) is not None
 
 
 def chunk_question(question: str, basis: str, lang: str, *, basis_is_reference: bool) -> str:
@@ -103,12 +134,17 @@ class ContextPrecision(Metric):
         def step() -> Evidence:
             relevant: list[Verdict] = []
             truncated: list[int] = []
+            stated: list[int] = []  # ranks of the chunks that state the reference answer: no judge call
             shared_tokens = ctx.judge.count_tokens(shared)  # the same for every chunk of the sample
 
             def fits(chunk: str) -> bool:
                 return ctx.judge.room_for_shared(ctx.request(JudgeChunk(chunk), shared)) >= shared_tokens
 
             for rank, chunk in enumerate(sample.contexts, 1):
+                if reference and states_reference(chunk, reference, sample.question):
+                    relevant.append(Verdict(True))
+                    stated.append(rank)
+                    continue
                 if not fits(chunk):
                     # The chunk alone overflows the judge's window: judge as much of it as fits, and say so.
                     chunk = longest_fitting_prefix(chunk, fits)
@@ -116,7 +152,7 @@ class ContextPrecision(Metric):
                         raise JudgeError(f"the judge's window ({ctx.judge.n_ctx} tokens) leaves no room for a chunk")
                     truncated.append(rank)
                 relevant += ctx.ask(JudgeChunk(chunk), shared)
-            return Evidence({"relevant": relevant, "truncated_chunks": truncated,
+            return Evidence({"relevant": relevant, "truncated_chunks": truncated, "states_reference": stated,
                              "basis": "reference" if reference else "answer"})
 
         return judged(step)
@@ -141,14 +177,18 @@ class ContextPrecision(Metric):
             if ev.not_computable or not ok:
                 outcomes.append(self.not_computable(ev.not_computable or "no contexts"))
                 continue
-            chunks = [{"rank": k, "relevant": v.yes, "preview": text[:_PREVIEW]}
+            stated = set(ev.data.get("states_reference", []))
+            chunks = [{"rank": k, "relevant": v.yes, "preview": text[:_PREVIEW]} | (
+                      {"states_reference": True} if k in stated else {})
                       for k, (v, text) in enumerate(zip(ev.data["relevant"], sample.contexts), 1)]
             details: dict[str, Any] = {"chunks": chunks, "average_precision": float(a), "relevant_ratio": float(r),
                                        "judged_against": ev.data["basis"]}
             if ev.data["truncated_chunks"]:
                 details["truncated_chunks"] = ev.data["truncated_chunks"]
-            findings = [Finding(f"chunk at rank {c['rank']}", c["preview"], "relevant" if c["relevant"] else "irrelevant",
-                                c["relevant"], v.p_yes) for c, v in zip(chunks, ev.data["relevant"])]
+            findings = [Finding(f"chunk at rank {c['rank']}", c["preview"],
+                                "relevant: states the reference answer" if c.get("states_reference") else
+                                "relevant" if c["relevant"] else "irrelevant", c["relevant"], v.p_yes)
+                        for c, v in zip(chunks, ev.data["relevant"])]
             n_relevant = sum(c["relevant"] for c in chunks)
             summary = (f"{n_relevant} of {len(chunks)} chunks relevant to the {ev.data['basis']}; "
                        f"relevant ratio {float(r):.3f}")
