@@ -33,10 +33,11 @@ from offline_eval.metrics import default_metrics  # noqa: E402
 # Which of our metrics each benchmark's labels speak to.
 MAPPINGS = {
     "ares": {"faithfulness": "faithfulness", "answer_relevancy": "answer_relevancy",
-             "context_precision": "context_relevance", "answer_relevancy_ragas": "answer_relevancy"},
-    "attributionbench": {"faithfulness": "attributable"},
+             "context_precision": "context_relevance", "answer_relevancy_ragas": "answer_relevancy",
+             "faithfulness_ragas": "faithfulness"},
+    "attributionbench": {"faithfulness": "attributable", "faithfulness_ragas": "attributable"},
     "hotpotqa": {"context_precision": "context_precision"},
-    "ocnli": {"faithfulness": "entailed"},
+    "ocnli": {"faithfulness": "entailed", "faithfulness_ragas": "entailed"},
     "halueval": {"answer_correctness": "correct"},  # labels by construction: a sanity check, not agreement
 }
 

@@ -74,7 +74,7 @@ def test_each_sample_returns_its_own_usage_and_any_executor_gives_the_same_repor
     metrics = runner.build_metrics(config)
     judged = judge_sample(SampleWork(samples[0], "en"), metrics, FakeJudge(answer))
     assert set(judged.evidence) == set(config.metrics)
-    assert judged.usage["faithfulness"].judge_calls == 2  # claims, then one verification window
+    assert judged.usage["faithfulness"].judge_calls == 1  # one verification window: sentences need no call
 
     lock = threading.Lock()
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from offline_eval import scoring
-from offline_eval.claims import claim_budget, clauses, grounded, sentences, uncovered_sentences
+from offline_eval.claims import claim_budget, clauses, content_units, grounded, sentences, uncovered_sentences
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics.base import (
     NO_CONTEXTS,
@@ -162,6 +162,14 @@ def claim_set(ctx: SampleContext, text: str, *, source: str, max_claims: int) ->
                     len(text_sentences), len(missed))
 
 
+def sentence_set(text: str, question: str) -> ClaimSet:
+    """Every sentence of a text, each checked as written: no extraction call, and no claim writer to
+    reword, add to or leave out what the text says. A sentence of one or two content units ("Billie
+    Jean King.") states nothing without its question, so it is checked after it."""
+    checked = [s if len(content_units(s)) > 2 else f"{question.strip()} {s}" for s in sentences(text)]
+    return ClaimSet(checked, [], len(checked), len(checked), 0)
+
+
 def verify_claims(ctx: SampleContext, claims: Sequence[str]) -> tuple[list[Verdict], list[int]]:
     """Is each claim supported by the sample's context? One call per context window, OR-combined.
 
@@ -181,6 +189,9 @@ class ClaimCoverage(Metric):
     """
 
     source: ClassVar[str]  # "answer" | "reference"
+    # "claims": claims extracted by the judge, then every sentence they leave uncovered, as written (the
+    # RAGAS way); "sentences": every sentence as written, no extraction (``sentence_set``).
+    checks: ClassVar[str] = "claims"
     labels: ClassVar[tuple[str, str]]  # (verdict when found in the context, verdict when not)
     claim_label: ClassVar[str]  # what a claim is called in the report: "claim", "reference claim"
 
@@ -196,13 +207,17 @@ class ClaimCoverage(Metric):
             return Evidence(not_computable=reason)
 
         def step() -> Evidence:
-            found_claims = claim_set(ctx, self.text(ctx.sample), source=self.source, max_claims=self.max_claims())
+            text = self.text(ctx.sample)
+            found_claims = (sentence_set(text, ctx.sample.question) if self.checks == "sentences" else
+                            claim_set(ctx, text, source=self.source, max_claims=self.max_claims()))
             claims, dropped = found_claims.claims, found_claims.dropped
             coverage = {"coverage": found_claims.coverage, "n_sentences": found_claims.n_sentences,
                         "n_extracted": found_claims.n_extracted}
             if not claims:
                 what = "answer" if self.source == "answer" else "reference answer"
-                return Evidence({"dropped_claims": dropped}, not_computable=f"no claims extracted from the {what}")
+                return Evidence({"dropped_claims": dropped}, not_computable=(
+                    f"the {what} has no sentence to check" if self.checks == "sentences" else
+                    f"no claims extracted from the {what}"))
             if not ctx.sample.contexts:
                 return Evidence({"claims": claims, "found": [Verdict(False)] * len(claims), "truncated_chunks": [],
                                  "dropped_claims": dropped, "reason": NO_CONTEXTS, **coverage})

@@ -1,10 +1,20 @@
-"""Faithfulness: is everything the answer claims supported by the retrieved context?
+"""Faithfulness: is everything the answer says supported by the retrieved context?
 
-Judge: split the answer into at most max(``max_claims``, its number of sentences) claims (1 call, no
-context); every sentence those claims do not cover joins them as written; then one verdict per claim
-against the joined context (1 call per context window). Score = supported ÷ claims *sent*, so a
-judge that dropped a verdict could not change the denominator (the grammar makes that impossible too).
-No context retrieved: every claim is unsupported, score 0 (details say "no contexts retrieved").
+``faithfulness`` (the default): every sentence of the answer is checked as written against the joined
+context (1 call per context window; a sentence of one or two content words is checked after its
+question). Score = supported ÷ sentences. No extraction call, and no claim writer between the answer
+and the check: on AttributionBench dev (40 items drawn across its four sources) the sentences as
+written separated attributable from unattributable answers with ROC AUC 0.805 where extracted claims
+reached 0.708, in half the time; the claim writer reworded ("This approach" became "Punishment
+procedures"), split a sentence into halves the context supports only together, and added what the
+answer never said (README, "Agreement with people").
+
+``faithfulness_ragas`` (run when named; the RAGAS definition, for comparing with RAGAS): split the answer
+into at most max(``max_claims``, its number of sentences) claims (1 call, no context); every sentence
+those claims do not cover joins them as written; then one verdict per claim. Score = supported ÷
+claims *sent*, so a judge that dropped a verdict could not change the denominator.
+
+Either way, no context retrieved: nothing is supported, score 0 (details say "no contexts retrieved").
 """
 
 from __future__ import annotations
@@ -15,6 +25,22 @@ from offline_eval.metrics.base import ScoreSpec, param, register
 from offline_eval.metrics.claim_coverage import ClaimCoverage
 from offline_eval.sample import Sample
 
+_RISK = "hallucination risk: the answer states things the context does not support"
+
+
+@register
+class Faithfulness(ClaimCoverage):
+    name = "faithfulness"
+    scores = (ScoreSpec("faithfulness", 0.80, _RISK, "supported sentences ÷ sentences"),)
+    requires = ("answer",)
+    source = "answer"
+    checks = "sentences"
+    labels = ("supported", "unsupported")
+    claim_label = "sentence"
+
+    def text(self, sample: Sample) -> str:
+        return sample.answer
+
 
 @dataclass(frozen=True)
 class FaithfulnessParams:
@@ -22,18 +48,13 @@ class FaithfulnessParams:
 
 
 @register
-class Faithfulness(ClaimCoverage):
-    name = "faithfulness"
-    scores = (ScoreSpec("faithfulness", 0.80, "hallucination risk: the answer states things the context does not "
-                        "support", "supported claims ÷ claims"),)
-    requires = ("answer",)
+class FaithfulnessRagas(Faithfulness):
+    name = "faithfulness_ragas"
+    scores = (ScoreSpec("faithfulness_ragas", 0.80, _RISK, "supported claims ÷ claims"),)
+    default = False
     Params = FaithfulnessParams
-    source = "answer"
-    labels = ("supported", "unsupported")
+    checks = "claims"
     claim_label = "claim"
-
-    def text(self, sample: Sample) -> str:
-        return sample.answer
 
     def max_claims(self) -> int:
         return self.params.max_claims

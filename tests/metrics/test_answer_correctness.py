@@ -58,12 +58,12 @@ def test_probability_scoring_uses_the_probabilities():
     assert report["samples"][0]["scores"]["answer_correctness"] == pytest.approx(2 * p * r / (p + r))
 
 
-def test_the_claims_of_faithfulness_and_context_recall_are_reused_not_extracted_again():
+def test_the_claims_of_faithfulness_ragas_and_context_recall_are_reused_not_extracted_again():
     judge = correctness_judge()
     report = run([sample("s", answer=ANSWER, reference=REFERENCE)], judge,
-                 "faithfulness", "context_recall", "answer_correctness")
+                 "faithfulness_ragas", "context_recall", "answer_correctness")
     extractions = [r for r in judge.requests if "claims" in r.schema["properties"]]
-    assert [r.metric for r in extractions] == ["faithfulness", "context_recall"]
+    assert [r.metric for r in extractions] == ["faithfulness_ragas", "context_recall"]
     by_metric = report["run"]["usage"]["by_metric"]
     assert by_metric["answer_correctness"]["judge_calls"] == 2  # the two checks, nothing else
     alone = correctness_judge()

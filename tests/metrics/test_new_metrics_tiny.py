@@ -69,7 +69,7 @@ def test_custom_criteria_with_the_tiny_judge():
 
 
 def test_answer_correctness_with_the_tiny_judge():
-    _, report = _two_cold_runs(metrics=("faithfulness", "context_recall", "answer_correctness"), max_claims=3)
+    _, report = _two_cold_runs(metrics=("faithfulness_ragas", "context_recall", "answer_correctness"), max_claims=3)
     by_id = {s["sample_id"]: s for s in report["samples"]}
     assert by_id["no-reference"]["not_computable"]["answer_correctness"] == "no reference answer"
     for sid in ("en", "zh"):
@@ -78,7 +78,7 @@ def test_answer_correctness_with_the_tiny_judge():
             assert 0 <= details["precision"] <= 1 and 0 <= details["recall"] <= 1
         else:
             assert by_id[sid]["not_computable"]["answer_correctness"]
-    # The claims were extracted by faithfulness and context recall: correctness only checks them.
+    # The claims were extracted by faithfulness_ragas and context recall: correctness only checks them.
     assert report["run"]["usage"]["by_metric"]["answer_correctness"]["judge_calls"] <= 4
 
 

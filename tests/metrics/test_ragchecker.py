@@ -24,7 +24,7 @@ A_CLAIMS = ["Refunds are possible within 30 days.",  # correct, in the relevant 
             "Store credit is given after 30 days."]  # correct, in no chunk: self-knowledge
 R_CLAIMS = ["Refunds are possible within 30 days.", "Store credit is given after 30 days."]
 CORRECT = {A_CLAIMS[0], A_CLAIMS[4]}
-ALL = ("faithfulness", "context_recall", "answer_correctness", "ragchecker")
+ALL = ("faithfulness_ragas", "context_recall", "answer_correctness", "ragchecker")
 
 
 def diagnostics_judge() -> FakeJudge:
