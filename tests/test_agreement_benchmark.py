@@ -30,7 +30,7 @@ def test_faithfulness_agrees_with_attributionbench_dev_labels(default_judge, tmp
     import agreement_benchmark
     import bench_adapters
 
-    mapping = agreement_benchmark.MAPPINGS["attributionbench"]
+    mapping = {"faithfulness": agreement_benchmark.MAPPINGS["attributionbench"]["faithfulness"]}
     items = agreement_benchmark.select(bench_adapters.convert("attributionbench", "dev", BENCHMARKS), mapping, 20, True)
     samples, labels = zip(*items)
     assert sorted(lab["attributable"] for lab in labels) == [0] * 10 + [1] * 10
