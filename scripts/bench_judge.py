@@ -7,8 +7,8 @@ For each judge, on a typical verdict prompt (a 3-chunk context, 4 claims):
 - cold: a call with the context not yet evaluated (prefix + suffix);
 - shared prefix: the same context, other claims (only the suffix is evaluated);
 - drafted vs one token a pass: the same call with the fixed JSON after each verdict drafted and checked in
-  one batch (``JudgeOptions(draft=True)``, the default), and decoded one token per forward pass (same
-  tokens, checked);
+  one batch (``JudgeOptions(draft=True)``, off by default), and decoded one token per forward pass (the
+  default; same tokens, checked);
 - lazy vs full grammar vs free: the same call decoded with the grammar applied lazily, with the grammar
   masking the vocabulary every step (same bytes, checked), and unconstrained;
 - cache: the same call answered from the SQLite cache.

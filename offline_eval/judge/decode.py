@@ -159,20 +159,18 @@ class ChoiceReader:
             sets = self._token_sets(options, quoted=bool(match.group(1)))
             if not any(token in s for s in sets if s.size):
                 return  # an ambiguous token (the opening quote alone): the decision comes next step
-            found[key] = self.distribution(options, quoted=bool(match.group(1)), logits=logits)[0]
+            found[key] = self.distribution(options, quoted=bool(match.group(1)), logits=logits)
             return
 
-    def distribution(self, options: tuple[str, ...], *, quoted: bool, logits: np.ndarray
-                     ) -> tuple[dict[str, float], str]:
-        """The options' probabilities at a decision step (each option's softmax mass, renormalised over
-        the options), and the option holding the single best token there: greedy decoding's choice."""
+    def distribution(self, options: tuple[str, ...], *, quoted: bool, logits: np.ndarray) -> dict[str, float]:
+        """The options' probabilities at a decision step: each option's softmax mass, renormalised over
+        the options."""
         sets = self._token_sets(options, quoted)
         pooled = np.concatenate([logits[s] for s in sets if s.size]).astype(np.float64)
         top = pooled.max()
         mass = [float(np.exp(logits[s].astype(np.float64) - top).sum()) if s.size else 0.0 for s in sets]
-        best = max(range(len(options)), key=lambda i: float(logits[sets[i]].max()) if sets[i].size else -np.inf)
         total = sum(mass)
-        return {o: round(m / total, 6) for o, m in zip(options, mass)}, options[best]
+        return {o: round(m / total, 6) for o, m in zip(options, mass)}
 
 
 class GrammarDecoder:
@@ -269,7 +267,7 @@ class GrammarDecoder:
         return token
 
     def generate(self, grammar: Any, schema_json: str, schema: dict[str, Any], max_tokens: int, *,
-                 draft: bool = True) -> Generation:
+                 draft: bool = False) -> Generation:
         """Decode after the prompt already evaluated in the context; the next token is sampled first.
 
         With drafting on, each accepted token is evaluated in one batch with the fixed text proposed to

