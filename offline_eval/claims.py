@@ -140,3 +140,33 @@ def uncovered_sentences(text_sentences: list[str], claims: list[str], *, questio
         if units and len(units & claimed) / len(units) < min_coverage:
             out.append(i)
     return out
+
+
+# Numbers: digits with thousands separators or decimals ("3,677", "34.4"), not part of a name ("C3",
+# "S3", "Ka-27" aside). Not a list item's marker ("4. Justice…") nor a citation marker ("[3]"), which
+# number the text rather than state a fact.
+_NUMBER = re.compile(r"(?<![A-Za-z])\d+(?:[.,]\d+)*(?![A-Za-z])")
+_MARKERS = re.compile(r"^\s*\d+[.)]\s|\[\d+(?:\s*[,–-]\s*\d+)*\]")
+# Small numbers written as words count as written in digits ("two exits" states "2 exits").
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())} | {
+    w: str(10 * i) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)} | {
+    c: str(i) for i, c in enumerate("零一二三四五六七八九十")} | {"两": "2", "百": "100", "千": "1000"}
+_NUMBER_WORD = re.compile(r"\b(?:" + "|".join(w for w in _NUMBER_WORDS if w.isascii()) + r")\b|[零一二两三四五六七八九十百千]",
+                          re.IGNORECASE)
+
+
+def _numbers(text: str) -> list[str]:
+    return [n.replace(",", "").rstrip(".") for n in _NUMBER.findall(_MARKERS.sub(" ", text))]
+
+
+def unstated_numbers(sentence: str, context: str) -> list[str]:
+    """The numbers ``sentence`` states that ``context`` holds nowhere, as digits or as a small number word.
+
+    A number the context never gives cannot be supported by it. On AttributionBench dev (1,198 items),
+    the 81 answers holding such a number were 83% unattributable against 50% overall, and the 1.5B
+    judge still supported some of them ("the average man in the U.S. weighs 199.8 pounds", P 0.50).
+    """
+    given = set(_numbers(context)) | {_NUMBER_WORDS[w.lower()] for w in _NUMBER_WORD.findall(context)}
+    return list(dict.fromkeys(n for n in _numbers(sentence) if n not in given))

@@ -8,6 +8,7 @@ carries markup in its id and answer: report.html must show it as text and never 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +50,19 @@ def _keyword(request) -> str:
     return next(k for k in SCRIPT if k in text)
 
 
+# Each claim's P(yes), by its text: a check call may hold one sentence or several claims, keyed in order.
+_P_YES = {claim: p for claims, ps in SCRIPT.values() for claim, p in zip(claims, ps)}
+_CHECKED = re.compile(r"^claim_\d+: (.*?)\.?$", re.MULTILINE)
+
+
 def answer(request):
     props = request.schema["properties"]
-    claims, probabilities = SCRIPT[_keyword(request)]
     if "claims" in props:
-        return {"claims": claims}
+        return {"claims": SCRIPT[_keyword(request)][0]}
     value, probs = {}, {}
-    for i, key in enumerate(props):  # a sentence no claim covered is checked too: P(yes) 0.9
-        p = probabilities[i] if i < len(probabilities) else 0.9
+    for key, checked in zip(props, _CHECKED.findall(request.task), strict=True):
+        # A short sentence is checked after its question; a sentence no claim covered is checked too: 0.9.
+        p = next((p for claim, p in _P_YES.items() if checked.endswith(claim)), 0.9)
         value[key] = "yes" if p >= 0.5 else "no"
         probs[key] = {"yes": p, "no": 1 - p}
     return value, probs

@@ -1,6 +1,6 @@
 """Claim-extraction guards: the clause budget and the grounding filter (pure text, no model)."""
 
-from offline_eval.claims import claim_budget, grounded
+from offline_eval.claims import claim_budget, grounded, unstated_numbers
 
 
 def test_budget_follows_clauses_and_caps():
@@ -102,3 +102,13 @@ def test_the_questions_words_do_not_cover_a_sentence():
     assert uncovered_sentences(sentence, rewritten, question="What does HTTP 404 mean?") == [0]
     assert uncovered_sentences(sentence, ["An internal server error is what 404 means."],
                                question="What does HTTP 404 mean?") == []
+
+
+def test_numbers_the_context_never_gives_are_found():
+    context = "The average man in the U.S. weighs 197.9 pounds. The club has 3,677 seats and two exits."
+    assert unstated_numbers("He weighs 199.8 pounds (90.62 kg).", context) == ["199.8", "90.62"]
+    # Thousands separators, small number words, and numbers as written in the context are given.
+    assert unstated_numbers("It has 3677 seats and 2 exits; he weighs 197.9 pounds.", context) == []
+    # A list item's or citation's marker and a number inside a name state nothing.
+    assert unstated_numbers("4. The club has seats [7]. It was built with S3 and C3 routes.", context) == []
+    assert unstated_numbers("墙在1961年倒塌，有两个出口。", "柏林墙在1989年倒塌，有2个出口。") == ["1961"]

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from offline_eval import scoring
-from offline_eval.claims import claim_budget, clauses, content_units, grounded, sentences, uncovered_sentences
+from offline_eval.claims import (
+    claim_budget,
+    clauses,
+    content_units,
+    grounded,
+    sentences,
+    uncovered_sentences,
+    unstated_numbers,
+)
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics.base import (
     NO_CONTEXTS,
@@ -101,10 +109,21 @@ class VerifyClaims(YesNoTask):
 
     claims: tuple[str, ...]
     against: str = "context"  # "context" | "reference" | "answer"
+    # Per claim, the numbers it states that the text it is checked against holds nowhere
+    # (``unstated_numbers``): said to the judge, which still decides (a sum or a conversion may be right).
+    unstated: tuple[tuple[str, ...], ...] = ()
 
     @property
     def keys(self) -> list[str]:
         return claim_keys(len(self.claims))
+
+    def _notes(self, lang: str) -> str:
+        zh, en = _SOURCES[self.against]
+        notes = [(f"注意：上面的{zh}里没有出现 {key} 中的数字 {'、'.join(numbers)}。" if lang == "zh" else
+                  f"Note: the {en} above nowhere gives the number{'s' if len(numbers) > 1 else ''} "
+                  f"{', '.join(numbers)} that {key} states.")
+                 for key, numbers in zip(self.keys, self.unstated) if numbers]
+        return "".join(f"\n{note}" for note in notes)
 
     def text(self, lang: str) -> str:
         claims = self.claims
@@ -113,13 +132,13 @@ class VerifyClaims(YesNoTask):
             return (
                 f"<claims>\n{_numbered(claims)}\n</claims>\n\n"
                 f"请逐条判断每个 claim_N：上面{zh}里明确写了或能直接推出这条陈述，答 \"yes\"；"
-                f"{zh}与之矛盾或根本没有提到，答 \"no\"。只依据{zh}判断，不要用你自己的知识。"
+                f"{zh}与之矛盾或根本没有提到，答 \"no\"。只依据{zh}判断，不要用你自己的知识。" + self._notes(lang)
             )
         return (
             f"<claims>\n{_numbered(claims)}\n</claims>\n\n"
             f"For each claim_N: answer \"yes\" if the {en} above states it or directly implies it; answer "
             f"\"no\" if the {en} contradicts it or does not mention it. Judge only against the {en}, "
-            "not your own knowledge."
+            "not your own knowledge." + self._notes(lang)
         )
 
 
@@ -170,13 +189,26 @@ def sentence_set(text: str, question: str) -> ClaimSet:
     return ClaimSet(checked, [], len(checked), len(checked), 0)
 
 
-def verify_claims(ctx: SampleContext, claims: Sequence[str]) -> tuple[list[Verdict], list[int]]:
-    """Is each claim supported by the sample's context? One call per context window, OR-combined.
+def verify_claims(ctx: SampleContext, claims: Sequence[str], *, each_alone: bool = False
+                  ) -> tuple[list[Verdict], list[int]]:
+    """Is each claim supported by the sample's context? One call per context window, OR-combined; with
+    ``each_alone``, one call per claim and window, each asking about that claim only and telling the
+    judge which of its numbers the context never gives.
 
     Returns a verdict per claim (yes if any window says yes; its probability the highest any window
     gave, unknown if a window gave none) and the ranks of chunks that had to be truncated.
     """
-    return ask_over_context(ctx, VerifyClaims(tuple(claims)))
+    if not each_alone:
+        return ask_over_context(ctx, VerifyClaims(tuple(claims)))
+    found: list[Verdict] = []
+    truncated: set[int] = set()
+    context = "\n".join(ctx.sample.contexts)
+    for claim in claims:
+        unstated = unstated_numbers(claim, context)
+        verdicts, cut = ask_over_context(ctx, VerifyClaims((claim,), unstated=(tuple(unstated),) if unstated else ()))
+        found += verdicts
+        truncated.update(cut)
+    return found, sorted(truncated)
 
 
 class ClaimCoverage(Metric):
@@ -192,6 +224,10 @@ class ClaimCoverage(Metric):
     # "claims": claims extracted by the judge, then every sentence they leave uncovered, as written (the
     # RAGAS way); "sentences": every sentence as written, no extraction (``sentence_set``).
     checks: ClassVar[str] = "claims"
+    # Each claim asked about in its own call (after the same context, whose evaluated state the judge
+    # keeps, so a call costs only the claim's tokens) rather than all of them keyed in one: in one call,
+    # the verdicts after the first are read after the judge's own earlier answers.
+    each_alone: ClassVar[bool] = False
     labels: ClassVar[tuple[str, str]]  # (verdict when found in the context, verdict when not)
     claim_label: ClassVar[str]  # what a claim is called in the report: "claim", "reference claim"
 
@@ -221,7 +257,7 @@ class ClaimCoverage(Metric):
             if not ctx.sample.contexts:
                 return Evidence({"claims": claims, "found": [Verdict(False)] * len(claims), "truncated_chunks": [],
                                  "dropped_claims": dropped, "reason": NO_CONTEXTS, **coverage})
-            found, truncated = verify_claims(ctx, claims)
+            found, truncated = verify_claims(ctx, claims, each_alone=self.each_alone)
             return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
                              "dropped_claims": dropped, **coverage})
 

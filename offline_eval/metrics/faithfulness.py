@@ -1,19 +1,31 @@
 """Faithfulness: is everything the answer says supported by the retrieved context?
 
 ``faithfulness`` (the default): every sentence of the answer is checked as written against the joined
-context (1 call per context window; a sentence of one or two content words is checked after its
-question). Score = supported ÷ sentences. No extraction call, and no claim writer between the answer
-and the check: on AttributionBench dev (40 items drawn across its four sources) the sentences as
-written separated attributable from unattributable answers with ROC AUC 0.805 where extracted claims
-reached 0.708, in half the time (ARES dev: 0.844 against 0.804; OCNLI dev, Chinese: 0.873 against
-0.825); the claim writer reworded ("This approach" became "Punishment
-procedures"), split a sentence into halves the context supports only together, and added what the
-answer never said (README, "Agreement with people").
+context, each in its own call (1 call per sentence and context window; a sentence of one or two
+content words is checked after its question). Score = supported ÷ sentences.
+
+No extraction call, and no claim writer between the answer and the check: on AttributionBench dev (40
+items drawn across its four sources) the sentences as written separated attributable from
+unattributable answers with ROC AUC 0.805 where extracted claims reached 0.708, in half the time (ARES
+dev: 0.844 against 0.804; OCNLI dev, Chinese: 0.873 against 0.825); the claim writer reworded ("This
+approach" became "Punishment procedures"), split a sentence into halves the context supports only
+together, and added what the answer never said (README, "Agreement with people").
+
+One sentence a call rather than all keyed in one: on ARES dev (30 items, answers of several
+sentences) AUC 0.897 against 0.844, in 558 s against 602 s. The context is evaluated once and each
+call adds only its sentence, and no verdict is read after the judge's own earlier ones.
+
+A sentence that states a number the context holds nowhere is asked about with a note saying so
+(``claims.unstated_numbers``); the judge still decides. On AttributionBench dev (80 items drawn across
+its sources) AUC 0.860 against 0.836 without the notes: the 9 answers given a note were all
+unattributable, and the judge had supported some of them ("…the average weight of an American male is
+around 198 pounds", P 0.63 before the note, 0.05 with it).
 
 ``faithfulness_ragas`` (run when named; the RAGAS definition, for comparing with RAGAS): split the answer
 into at most max(``max_claims``, its number of sentences) claims (1 call, no context); every sentence
-those claims do not cover joins them as written; then one verdict per claim. Score = supported ÷
-claims *sent*, so a judge that dropped a verdict could not change the denominator.
+those claims do not cover joins them as written; then one verdict per claim, all keyed in one call
+per context window. Score = supported ÷ claims *sent*, so a judge that dropped a verdict could not
+change the denominator.
 
 Either way, no context retrieved: nothing is supported, score 0 (details say "no contexts retrieved").
 """
@@ -36,6 +48,7 @@ class Faithfulness(ClaimCoverage):
     requires = ("answer",)
     source = "answer"
     checks = "sentences"
+    each_alone = True
     labels = ("supported", "unsupported")
     claim_label = "sentence"
 
@@ -55,6 +68,7 @@ class FaithfulnessRagas(Faithfulness):
     default = False
     Params = FaithfulnessParams
     checks = "claims"
+    each_alone = False
     claim_label = "claim"
 
     def max_claims(self) -> int:

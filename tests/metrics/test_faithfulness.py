@@ -106,19 +106,40 @@ def test_a_judge_failure_is_a_stated_reason():
         "judge failure: judge output does not match the schema")
 
 
-def test_each_sentence_is_checked_as_written_without_an_extraction_call():
+def test_each_sentence_is_checked_as_written_in_its_own_call_without_an_extraction_call():
     hallucinated = "The average annual temperature is 61°F."
-    judge = scripted(verdict="yes", p_yes=0.9)
+
+    def answer(request):
+        # Unsupported only when the hallucinated sentence is the one asked about: a verdict must land on
+        # its own sentence, and no call may hold both.
+        (key,) = request.schema["properties"]
+        p_yes = 0.2 if hallucinated in request.task else 0.9
+        return {key: "yes" if p_yes > 0.5 else "no"}, {key: {"yes": p_yes, "no": 1 - p_yes}}
+
+    from offline_eval.testing import FakeJudge
+
+    judge = FakeJudge(answer)
     report = run([sample("s", answer=f"{ANSWER} {hallucinated}")], judge, "faithfulness", verdict_scoring="hard")
     (row,) = report["samples"]
-    assert row["scores"] == {"faithfulness": 1.0}
+    assert row["scores"] == {"faithfulness": 0.5}
     details = row["details"]["faithfulness"]
-    assert [(f["label"], f["text"], f["probability"]) for f in details["findings"]] == [
-        ("sentence", ANSWER, 0.9), ("sentence", hallucinated, 0.9)]
-    assert details["summary"] == "2 of 2 sentences supported" and details["coverage"] == 1.0
+    assert [(f["label"], f["text"], f["verdict"], f["probability"]) for f in details["findings"]] == [
+        ("sentence", ANSWER, "supported", 0.9), ("sentence", hallucinated, "unsupported", 0.2)]
+    assert details["summary"] == "1 of 2 sentences supported" and details["coverage"] == 1.0
     assert "unclaimed_sentences" not in details
-    assert [r.metric for r in judge.requests] == ["faithfulness"]  # one verification call, nothing extracted
-    assert "claims" not in judge.requests[0].schema["properties"] and hallucinated in judge.requests[0].task
+    # Two verification calls, one per sentence, after the same context; nothing extracted.
+    assert [r.metric for r in judge.requests] == ["faithfulness", "faithfulness"]
+    first, second = judge.requests
+    assert first.shared == second.shared and CONTEXT in first.shared
+    assert ANSWER in first.task and hallucinated not in first.task
+    assert hallucinated in second.task and ANSWER not in second.task
+
+
+def test_faithfulness_ragas_checks_its_claims_keyed_in_one_call():
+    judge = scripted([ANSWER, OTHER], "yes")
+    run([sample("s", answer=f"{ANSWER} {OTHER}")], judge, "faithfulness_ragas")
+    checks = [r for r in judge.requests if "claims" not in r.schema["properties"]]
+    assert len(checks) == 1 and list(checks[0].schema["properties"]) == ["claim_1", "claim_2"]
 
 
 def test_a_bare_answer_is_checked_after_its_question():
@@ -133,3 +154,12 @@ def test_sentences_without_contexts_score_zero_without_a_call():
     row = run([sample("empty", ())], judge, "faithfulness")["samples"][0]
     assert row["scores"] == {"faithfulness": 0.0} and judge.requests == []
     assert row["details"]["faithfulness"]["reason"] == "no contexts retrieved"
+
+
+def test_the_judge_is_told_which_numbers_the_context_never_gives():
+    judge = scripted(verdict="no")
+    run([sample("s", answer="Customers can request a refund within 45 days. They need a receipt.")], judge,
+        "faithfulness")
+    numbered, plain = judge.requests
+    assert numbered.task.endswith("Note: the context above nowhere gives the number 45 that claim_1 states.")
+    assert "Note:" not in plain.task
