@@ -153,8 +153,8 @@ _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "sixteen seventeen eighteen nineteen twenty".split())} | {
     w: str(10 * i) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)} | {
     c: str(i) for i, c in enumerate("零一二三四五六七八九十")} | {"两": "2", "百": "100", "千": "1000"}
-_NUMBER_WORD = re.compile(r"\b(?:" + "|".join(w for w in _NUMBER_WORDS if w.isascii()) + r")\b|[零一二两三四五六七八九十百千]",
-                          re.IGNORECASE)
+_NUMBER_WORD = re.compile(
+    r"\b(?:" + "|".join(w for w in _NUMBER_WORDS if w.isascii()) + r")\b|[零一二两三四五六七八九十百千]", re.IGNORECASE)
 
 
 def _numbers(text: str) -> list[str]:
