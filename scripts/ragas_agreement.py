@@ -5,7 +5,7 @@
         --out bench-out/ocnli-test-ragas
 
 The RAGAS column of the README's agreement table: the same items as ``agreement_benchmark.py`` with the
-same ``--split/--limit/--balanced`` (so the rows compare item for item), scored by RAGAS's classic metric
+same ``--split/--limit/--balanced/--sample-seed`` (so the rows compare item for item), scored by RAGAS's classic metric
 of the same name through ``scripts/ragas_side.py`` in its own environment (``bench_ragas.py`` sets it up),
 with the GGUF served on loopback by llama-cpp-python's server. A NaN from RAGAS counts as not computable,
 and the table's n says how many were left. Writes ``OUT/agreement.json`` in ``agreement_benchmark.py``'s
@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judge", default="qwen2.5-coder-1.5b")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--balanced", action="store_true")
+    parser.add_argument("--sample-seed", type=int, help="as agreement_benchmark.py's: the same seed draws the same items")
     parser.add_argument("--metrics", default="faithfulness", help="comma-separated, of " + ", ".join(RAGAS_HAS))
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--out", type=Path, required=True)
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"RAGAS on {args.name}: {', '.join(unusable)} has no label here or no RAGAS metric")
     mapping = {m: full[m] for m in chosen}
     items = agreement_benchmark.select(bench_adapters.convert(args.name, args.split), mapping, args.limit,
-                                       args.balanced)
+                                       args.balanced, args.sample_seed)
     samples_path, labels_path = bench_adapters.write(items, args.out)
 
     python = bench_ragas.ragas_python()
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                        fixed_threshold={m: gate[bench_ragas.OURS_FOR.get(m, m)] for m in mapping})
     failures = bench_ragas.ragas_failures(ragas["logged_errors"])
     result["benchmark_run"] = {
-        "benchmark": args.name, "split": args.split, "judge": f"RAGAS 0.4.3 · {judge_model.name}",
+        "benchmark": args.name, "split": args.split, "sample_seed": args.sample_seed, "judge": f"RAGAS 0.4.3 · {judge_model.name}",
         "n_items": len(items), "seconds": round(seconds, 1), "seconds_per_item": round(seconds / max(len(items), 1), 1),
         "judge_calls": ragas["calls"], "nan": ragas["nan"], "logged_failures": failures,
     }
