@@ -62,8 +62,9 @@ def select(items: list, mapping: dict[str, str], limit: int | None, balanced: bo
     return [items[i] for i in sorted(negatives + positives)]  # in the (shuffled) order
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_item_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments that choose the benchmark, its items and the judge: shared with ``ragas_agreement.py``,
+    so the same arguments draw the same items for both tools."""
     parser.add_argument("name", choices=sorted(MAPPINGS))
     parser.add_argument("--split", choices=["dev", "test"], default="dev")
     parser.add_argument("--judge", default="qwen2.5-coder-1.5b")
@@ -71,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--balanced", action="store_true")
     parser.add_argument("--sample-seed", type=int, help="draw the items from the whole split, shuffled by this "
                         "seed, instead of taking them in file order")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_item_arguments(parser)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--metrics", help="comma-separated: only these of the benchmark's metrics (the default: "

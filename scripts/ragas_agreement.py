@@ -38,12 +38,7 @@ RAGAS_HAS = ("faithfulness", "answer_relevancy", "context_precision")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("name", choices=sorted(agreement_benchmark.MAPPINGS))
-    parser.add_argument("--split", choices=["dev", "test"], default="dev")
-    parser.add_argument("--judge", default="qwen2.5-coder-1.5b")
-    parser.add_argument("--limit", type=int)
-    parser.add_argument("--balanced", action="store_true")
-    parser.add_argument("--sample-seed", type=int, help="as agreement_benchmark.py's: the same seed draws the same items")
+    agreement_benchmark.add_item_arguments(parser)
     parser.add_argument("--metrics", default="faithfulness", help="comma-separated, of " + ", ".join(RAGAS_HAS))
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--out", type=Path, required=True)
@@ -90,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                        fixed_threshold={m: gate[bench_ragas.OURS_FOR.get(m, m)] for m in mapping})
     failures = bench_ragas.ragas_failures(ragas["logged_errors"])
     result["benchmark_run"] = {
-        "benchmark": args.name, "split": args.split, "sample_seed": args.sample_seed, "judge": f"RAGAS 0.4.3 · {judge_model.name}",
+        "benchmark": args.name, "split": args.split, "sample_seed": args.sample_seed,
+        "judge": f"RAGAS 0.4.3 · {judge_model.name}",
         "n_items": len(items), "seconds": round(seconds, 1), "seconds_per_item": round(seconds / max(len(items), 1), 1),
         "judge_calls": ragas["calls"], "nan": ragas["nan"], "logged_failures": failures,
     }
