@@ -128,14 +128,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.name} {args.split}: {len(items)} items, judge {args.judge}, {seconds:.0f}s, settings {settings} "
           f"({report.timing.get('judge_calls')} judge calls, {report.timing.get('cache_hits')} cached)")
     print(render_agreement_markdown(result))
-    if "chunks" in result:
-        chunks = result["chunks"]
-        print(f"\nchunk relevance, one item per retrieved chunk (n = {chunks['n']}: {chunks['n_positive']} gold, "
-              f"{chunks['n_negative']} distractors), score = P(relevant):")
-        for name, stat in chunks["stats"].items():
-            print(f"  {name}: {stat['value']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
-                  if stat["value"] is not None else f"  {name}: undefined")
+    print_chunk_agreement(result)
     return 0
+
+
+def print_chunk_agreement(result: dict) -> None:
+    """Print the per-chunk statistics of ``result``, where it has them."""
+    if "chunks" not in result:
+        return
+    chunks = result["chunks"]
+    print(f"\nchunk relevance, one item per retrieved chunk (n = {chunks['n']}: {chunks['n_positive']} gold, "
+          f"{chunks['n_negative']} distractors), score = P(relevant) or the verdict:")
+    for name, stat in chunks["stats"].items():
+        print(f"  {name}: {stat['value']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
+              if stat["value"] is not None else f"  {name}: undefined")
 
 
 def chunk_agreement(report: dict, labels: list[dict]) -> dict:
@@ -148,6 +154,8 @@ def chunk_agreement(report: dict, labels: list[dict]) -> dict:
             continue
         for finding, flag in zip(findings, flags[sample["sample_id"]], strict=True):
             p = finding["probability"]
+            if p is None and finding["ok"] is None:
+                continue  # no verdict (RAGAS's NaN): the table's n leaves the chunk out
             scores.append(float(finding["ok"]) if p is None else p)
             truth.append(flag)
     return binary_agreement(scores, truth)

@@ -32,8 +32,46 @@ from offline_eval.agreement import agreement, render_agreement_markdown  # noqa:
 from offline_eval.metrics import default_thresholds  # noqa: E402
 from offline_eval.modelstore import resolve  # noqa: E402
 
-# RAGAS has these of our metrics (answer relevancy is its own embedding form; no per-chunk verdicts).
+# RAGAS has these of our metrics (answer relevancy is its own embedding form).
 RAGAS_HAS = ("faithfulness", "answer_relevancy", "context_precision")
+
+
+def one_chunk_per_sample(samples_path: Path, out: Path) -> Path:
+    """The samples again, one per retrieved chunk (``ID#k``). RAGAS's context precision judges each
+    chunk in its own call but reports only their average precision; a sample of one chunk gives that
+    chunk's verdict back, for agreement with per-chunk labels (HotpotQA's gold paragraphs)."""
+    lines = []
+    for line in samples_path.read_text("utf-8").splitlines():
+        record = json.loads(line)
+        for k, context in enumerate(record["contexts"]):
+            lines.append(json.dumps({**record, "sample_id": f"{record['sample_id']}#{k}", "contexts": [context]},
+                                    ensure_ascii=False))
+    path = out / "samples-one-chunk.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def ragas_average_precision(verdicts: list[float | None]) -> float | None:
+    """RAGAS's context precision of a sample from its chunks' verdicts: 0 where no chunk is useful,
+    NaN (None) where any verdict is."""
+    if any(v is None for v in verdicts):
+        return None
+    return bench_adapters.average_precision([int(v >= 0.5) for v in verdicts]) or 0.0
+
+
+def regroup_chunks(sample_ids: list[str], verdicts: list[float | None]) -> list[dict]:
+    """Per-chunk RAGAS verdicts (``ID#k``) back into one report sample per ID, each chunk a finding."""
+    by_sample: dict[str, list] = {}
+    for chunk_id, verdict in zip(sample_ids, verdicts, strict=True):
+        by_sample.setdefault(chunk_id.rpartition("#")[0], []).append(verdict)
+    samples = []
+    for sample_id, chunk_verdicts in by_sample.items():
+        score = ragas_average_precision(chunk_verdicts)
+        samples.append({
+            "sample_id": sample_id, "scores": {"context_precision": score},
+            "details": {"context_precision": {"findings": [{"probability": None, "ok": v} for v in chunk_verdicts]}},
+            "not_computable": {} if score is not None else {"context_precision": "RAGAS gave NaN"}})
+    return samples
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     items = agreement_benchmark.select(bench_adapters.convert(args.name, args.split), mapping, args.limit,
                                        args.balanced, args.sample_seed)
     samples_path, labels_path = bench_adapters.write(items, args.out)
+    labels = [json.loads(line) for line in labels_path.read_text("utf-8").splitlines()]
+    per_chunk = any("gold_flags" in row for row in labels)
+    ragas_input = one_chunk_per_sample(samples_path, args.out) if per_chunk else samples_path
 
     python = bench_ragas.ragas_python()
     judge_model = resolve(args.judge, "judge")
@@ -62,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = args.out / "ragas-scores.json"
     started = time.perf_counter()
     try:
-        subprocess.run([str(python), str(bench_ragas.REPO / "scripts" / "ragas_side.py"), str(samples_path),
+        subprocess.run([str(python), str(bench_ragas.REPO / "scripts" / "ragas_side.py"), str(ragas_input),
                         "--base-url", url, "--embedder", str(embedder.path), "--metrics", ",".join(mapping),
                         "--out", str(raw)], check=True, stderr=subprocess.DEVNULL)
     finally:
@@ -72,28 +113,34 @@ def main(argv: list[str] | None = None) -> int:
     ragas = json.loads(raw.read_text("utf-8"))
 
     # RAGAS's scores in the shape of an offline-eval report, so one agreement() computes both columns.
-    samples = []
-    for i, sample_id in enumerate(ragas["sample_ids"]):
-        scores = {m: ragas["scores"][m][i] for m in mapping}
-        samples.append({"sample_id": sample_id, "scores": scores, "details": {},
-                        "not_computable": {m: "RAGAS gave NaN" for m, v in scores.items() if v is None}})
+    if per_chunk:
+        samples = regroup_chunks(ragas["sample_ids"], ragas["scores"]["context_precision"])
+    else:
+        samples = []
+        for i, sample_id in enumerate(ragas["sample_ids"]):
+            scores = {m: ragas["scores"][m][i] for m in mapping}
+            samples.append({"sample_id": sample_id, "scores": scores, "details": {},
+                            "not_computable": {m: "RAGAS gave NaN" for m, v in scores.items() if v is None}})
     report = {"schema_version": 1, "run": {"metrics": list(mapping)}, "samples": samples}
     gate = default_thresholds()
-    labels = [json.loads(line) for line in labels_path.read_text("utf-8").splitlines()]
     # RAGAS's answer relevancy is taken at the gate of offline-eval's RAGAS form.
     result = agreement(report, labels, mapping,
                        fixed_threshold={m: gate[bench_ragas.OURS_FOR.get(m, m)] for m in mapping})
+    if per_chunk:
+        result["chunks"] = agreement_benchmark.chunk_agreement(report, labels)
     failures = bench_ragas.ragas_failures(ragas["logged_errors"])
     result["benchmark_run"] = {
         "benchmark": args.name, "split": args.split, "sample_seed": args.sample_seed,
         "judge": f"RAGAS 0.4.3 · {judge_model.name}",
         "n_items": len(items), "seconds": round(seconds, 1), "seconds_per_item": round(seconds / max(len(items), 1), 1),
         "judge_calls": ragas["calls"], "nan": ragas["nan"], "logged_failures": failures,
+        "ragas_metric": ragas.get("ragas_metric"),
     }
     (args.out / "agreement.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"RAGAS 0.4.3 on {args.name} {args.split}: {len(items)} items, judge {judge_model.name}, {seconds:.0f}s, "
           f"{ragas['calls']} calls, NaN {ragas['nan']}" + (f", logged {failures}" if failures else ""))
     print(render_agreement_markdown(result))
+    agreement_benchmark.print_chunk_agreement(result)
     return 0
 
 

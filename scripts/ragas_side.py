@@ -32,6 +32,7 @@ from ragas import EvaluationDataset, evaluate
 from ragas.embeddings import LangchainEmbeddingsWrapper
 from ragas.llms import LangchainLLMWrapper
 from ragas.metrics import (
+    LLMContextPrecisionWithoutReference,
     answer_relevancy,
     context_precision,
     context_recall,
@@ -116,9 +117,27 @@ def ragas_rows(samples_path: Path, metric_names: list[str]) -> tuple[list[str], 
         if record.get("reference_answer"):
             row["reference"] = record["reference_answer"]
         rows.append(row)
-    if any("reference" not in r for r in rows) and {"context_recall", "context_precision"} & set(metric_names):
-        raise SystemExit("context_recall/context_precision need a reference_answer on every sample")
+    if any("reference" not in r for r in rows) and "context_recall" in metric_names:
+        raise SystemExit("context_recall needs a reference_answer on every sample")
     return ids, rows
+
+
+def chosen_metrics(names: list[str], rows: list[dict]) -> tuple[list, dict[str, str]]:
+    """RAGAS's metric objects for ``names``, and the RAGAS metric each one is.
+
+    Context precision judges each chunk against the reference answer; where the samples have none
+    (ARES), RAGAS's own reference-free form judges it against the response, under the same column."""
+    with_reference = [("reference" in r) for r in rows]
+    if "context_precision" in names and any(with_reference) and not all(with_reference):
+        raise SystemExit("context_precision: give a reference_answer on every sample or on none")
+    metrics, which = [], {}
+    for name in names:
+        metric = METRICS[name]
+        if name == "context_precision" and not any(with_reference):
+            metric = LLMContextPrecisionWithoutReference(name="context_precision")
+        metrics.append(metric)
+        which[name] = type(metric).__name__
+    return metrics, which
 
 
 def main() -> int:
@@ -134,6 +153,7 @@ def main() -> int:
 
     names = [m for m in args.metrics.split(",") if m]
     ids, rows = ragas_rows(args.samples, names)
+    metrics, ragas_metric = chosen_metrics(names, rows)
     counter = WireCounter()
     llm = ChatOpenAI(
         base_url=args.base_url,
@@ -152,7 +172,7 @@ def main() -> int:
     started = time.perf_counter()
     result = evaluate(
         EvaluationDataset.from_list(rows),
-        metrics=[METRICS[n] for n in names],
+        metrics=metrics,
         llm=LangchainLLMWrapper(llm),
         embeddings=embeddings,
         # The server answers one request at a time: more workers only queue up and hit timeouts.
@@ -175,6 +195,7 @@ def main() -> int:
         "prompt_tokens": counter.prompt_tokens,
         "completion_tokens": counter.completion_tokens,
         "scores": scores,
+        "ragas_metric": ragas_metric,
         "nan": {name: sum(v is None for v in values) for name, values in scores.items()},
         "logged_errors": errors.messages,
     }
