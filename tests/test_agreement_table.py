@@ -29,8 +29,11 @@ def _result(judge: str, seconds_per_item: float) -> dict:
 
 def test_one_row_per_metric_and_chunk_set_with_the_run_threshold(tmp_path: Path, capsys) -> None:
     for name, judge in (("ours", "qwen2.5-coder-1.5b"), ("ragas", "RAGAS 0.4.3 · qwen2.5-coder-1.5b")):
+        result = _result(judge, 12.34)
+        if name == "ragas":
+            result["chunks"]["score"] = "verdict"  # as chunk_agreement names hard verdicts
         (tmp_path / name).mkdir()
-        (tmp_path / name / "agreement.json").write_text(json.dumps(_result(judge, 12.34)), encoding="utf-8")
+        (tmp_path / name / "agreement.json").write_text(json.dumps(result), encoding="utf-8")
     assert agreement_table.main([str(tmp_path / "ours"), str(tmp_path / "ragas")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| benchmark (split) |") and len(lines) == 2 + 4
@@ -40,6 +43,7 @@ def test_one_row_per_metric_and_chunk_set_with_the_run_threshold(tmp_path: Path,
     assert "| 0.8 |" in faith and faith.endswith("| 12.3 |")
     assert lines[3].startswith("| ocnli (test) | chunk P(relevant) ↔ gold paragraph |") and "| 0.5 |" in lines[3]
     assert "RAGAS 0.4.3" in lines[4]
+    assert lines[5].startswith("| ocnli (test) | chunk verdict ↔ gold paragraph | RAGAS 0.4.3")
 
 
 def test_a_folder_without_a_result_is_a_clear_error(tmp_path: Path, capsys) -> None:

@@ -44,5 +44,14 @@ def test_verdicts_regroup_into_ragas_context_precision_and_per_chunk_agreement()
     chunks = agreement_benchmark.chunk_agreement(report, labels)
     # q3's gold chunk has no verdict and is left out: 6 chunks, 2 gold.
     assert (chunks["n"], chunks["n_positive"], chunks["n_negative"]) == (6, 2, 4)
+    assert chunks["score"] == "verdict"  # RAGAS gives no probability: the table says so
     # Gold verdicts 1, 0 against distractors 0, 1, 0, 0: AUC = (wins + ties / 2) / pairs = (3 + 4 / 2) / 8.
     assert chunks["stats"]["roc_auc"]["value"] == pytest.approx(5 / 8)
+
+
+def test_chunk_probabilities_are_named_as_such() -> None:
+    """offline-eval's chunks carry P(relevant): the per-chunk agreement says the score is a probability."""
+    findings = [{"ok": True, "probability": 0.8}, {"ok": False, "probability": 0.3}]
+    report = {"samples": [{"sample_id": "q1", "details": {"context_precision": {"findings": findings}}}]}
+    chunks = agreement_benchmark.chunk_agreement(report, [{"sample_id": "q1", "gold_flags": [1, 0]}])
+    assert chunks["score"] == "P(relevant)" and chunks["stats"]["roc_auc"]["value"] == pytest.approx(1.0)
