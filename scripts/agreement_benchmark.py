@@ -147,7 +147,7 @@ def print_chunk_agreement(result: dict) -> None:
 def chunk_agreement(report: dict, labels: list[dict]) -> dict:
     """Per-chunk agreement: each chunk's P(relevant) (or its verdict) against its gold flag (HotpotQA)."""
     flags = {row["sample_id"]: row["gold_flags"] for row in labels if "gold_flags" in row}
-    scores, truth, soft = [], [], True
+    scores, truth, any_probability = [], [], False
     for sample in report["samples"]:
         findings = (sample["details"].get("context_precision") or {}).get("findings", [])
         if sample["sample_id"] not in flags or not findings:
@@ -158,9 +158,10 @@ def chunk_agreement(report: dict, labels: list[dict]) -> dict:
                 continue  # no verdict (RAGAS's NaN): the table's n leaves the chunk out
             scores.append(float(finding["ok"]) if p is None else p)
             truth.append(flag)
-            soft = soft and p is not None
-    # Named for the table: a hard verdict (RAGAS's) makes AUC equal balanced accuracy, worth seeing.
-    return {**binary_agreement(scores, truth), "score": "P(relevant)" if soft else "verdict"}
+            any_probability = any_probability or p is not None
+    # Named for the table: hard verdicts alone (RAGAS's) make AUC equal balanced accuracy, worth seeing.
+    # offline-eval's chunks are probabilities, save the few its reference-answer rule decides (P None, ok).
+    return {**binary_agreement(scores, truth), "score": "P(relevant)" if any_probability else "verdict"}
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ def rows(result: dict) -> list[str]:
     if chunks:
         st = chunks["stats"]
         t = (st.get("balanced_accuracy_fixed") or {}).get("threshold", 0.5)
-        out.append(f"| {where} | chunk {chunks.get('score', 'P(relevant)')} ↔ gold paragraph | {run['judge']} | {chunks['n']} "
+        score = chunks.get("score", "P(relevant)")  # results written before chunk_agreement named it
+        out.append(f"| {where} | chunk {score} ↔ gold paragraph | {run['judge']} | {chunks['n']} "
                    f"({chunks['n_positive']}/{chunks['n_negative']}) | {_fmt(st.get('roc_auc'))} "
                    f"| {_fmt(st.get('balanced_accuracy_fixed'))} | {t:g} | {_fmt(st.get('cohen_kappa'))} "
                    f"| {per_item} |")

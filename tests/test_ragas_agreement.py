@@ -50,8 +50,11 @@ def test_verdicts_regroup_into_ragas_context_precision_and_per_chunk_agreement()
 
 
 def test_chunk_probabilities_are_named_as_such() -> None:
-    """offline-eval's chunks carry P(relevant): the per-chunk agreement says the score is a probability."""
-    findings = [{"ok": True, "probability": 0.8}, {"ok": False, "probability": 0.3}]
+    """offline-eval's chunks carry P(relevant), save one its reference-answer rule decided (no probability):
+    the per-chunk agreement still says the score is a probability."""
+    findings = [{"ok": True, "probability": None}, {"ok": True, "probability": 0.8},
+                {"ok": False, "probability": 0.3}]
     report = {"samples": [{"sample_id": "q1", "details": {"context_precision": {"findings": findings}}}]}
-    chunks = agreement_benchmark.chunk_agreement(report, [{"sample_id": "q1", "gold_flags": [1, 0]}])
-    assert chunks["score"] == "P(relevant)" and chunks["stats"]["roc_auc"]["value"] == pytest.approx(1.0)
+    chunks = agreement_benchmark.chunk_agreement(report, [{"sample_id": "q1", "gold_flags": [1, 1, 0]}])
+    assert chunks["score"] == "P(relevant)" and chunks["n"] == 3
+    assert chunks["stats"]["roc_auc"]["value"] == pytest.approx(1.0)
