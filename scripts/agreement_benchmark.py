@@ -36,6 +36,7 @@ MAPPINGS = {
              "context_precision": "context_relevance", "answer_relevancy_ragas": "answer_relevancy",
              "faithfulness_ragas": "faithfulness"},
     "attributionbench": {"faithfulness": "attributable", "faithfulness_ragas": "attributable"},
+    "attributionbench-ood": {"faithfulness": "attributable", "faithfulness_ragas": "attributable"},
     "hotpotqa": {"context_precision": "context_precision"},
     "ocnli": {"faithfulness": "entailed", "faithfulness_ragas": "entailed"},
     "halueval": {"answer_correctness": "correct"},  # labels by construction: a sanity check, not agreement

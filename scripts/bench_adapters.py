@@ -26,6 +26,9 @@ NAME                   dev / test                                    labels
                                                                      ``context_relevance`` (0/1)
 ``attributionbench``   ``dev_all_subset_balanced.jsonl`` /           ``attributable`` (0/1)
                        ``test_all_subset_balanced_sampled500.jsonl``
+``attributionbench-``  none (a test set only) /                      ``attributable`` (0/1)
+``ood``                ``test_ood_all_subset_balanced.jsonl``
+                       (HAGRID, BEGIN, AttrScore-GenSearch)
 ``hotpotqa``           lines 1-250 / 251-500 of                      ``gold_flags`` (0/1 per context),
                        ``dev_subsampled.jsonl``                      ``context_precision`` (AP)
 ``ocnli``              lines 1-1500 / 1501-3000 of                   ``entailed`` (1: entailment;
@@ -139,12 +142,25 @@ ATTRIBUTIONBENCH_FILES = {
     "dev": "attributionbench/dev_all_subset_balanced.jsonl",
     "test": "attributionbench/test_all_subset_balanced_sampled500.jsonl",
 }
+# Out of distribution: sources (HAGRID, BEGIN, AttrScore-GenSearch) that neither dev nor test-ID holds.
+ATTRIBUTIONBENCH_OOD_FILE = "attributionbench/test_ood_all_subset_balanced.jsonl"
 _ATTRIBUTABLE = {"attributable": 1, "not attributable": 0}
 EVIDENCE_SEPARATOR = "\n\n"
 
 
 def attributionbench(root: Path, split: str) -> Iterator[Item]:
-    path = root / ATTRIBUTIONBENCH_FILES[split]
+    return _attribution_items(root / ATTRIBUTIONBENCH_FILES[split])
+
+
+def attributionbench_ood(root: Path, split: str) -> Iterator[Item]:
+    """AttributionBench's test-OOD set: a test split only (what is tuned on AttributionBench dev is
+    checked here on sources it never saw)."""
+    if split != "test":
+        raise AdapterError("attributionbench-ood is a test set only: tune on attributionbench's dev split")
+    return _attribution_items(root / ATTRIBUTIONBENCH_OOD_FILE)
+
+
+def _attribution_items(path: Path) -> Iterator[Item]:
     for line_no, rec in _jsonl_lines(path):
         where = f"{path.name} line {line_no}"
         references = rec["references"]
@@ -268,6 +284,7 @@ def halueval(root: Path, split: str) -> Iterator[Item]:
 ADAPTERS: dict[str, Callable[[Path, str], Iterator[Item]]] = {
     "ares": ares,
     "attributionbench": attributionbench,
+    "attributionbench-ood": attributionbench_ood,
     "hotpotqa": hotpotqa,
     "ocnli": ocnli,
     "halueval": halueval,

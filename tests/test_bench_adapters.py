@@ -65,6 +65,26 @@ def test_attributionbench_splits_and_labels():
     assert sample["category"] == first["src_dataset"]
 
 
+def test_attributionbench_ood_has_no_dev_split(tmp_path, capsys):
+    rc = bench.main(["attributionbench-ood", "--split", "dev", "--out", str(tmp_path / "o"), "--root", str(tmp_path)])
+    assert rc == 1
+    assert "test set only" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@needs_benchmarks
+def test_attributionbench_ood_sources_and_labels():
+    items = bench.convert("attributionbench-ood", "test", ROOT)
+    # Counts documented in attributionbench/SOURCE.md; none of these sources is in dev or test-ID.
+    sources = Counter(sample["category"] for sample, _ in items)
+    assert sources == {"HAGRID": 1088, "BEGIN": 436, "AttrScore-GenSearch": 162}
+    assert Counter(lab["attributable"] for _, lab in items) == {1: 843, 0: 843}
+    dev_sources = {sample["category"] for sample, _ in bench.convert("attributionbench", "dev", ROOT)}
+    assert not dev_sources & {sample["category"] for sample, _ in items}
+    # 75 HAGRID items cite no evidence: kept, with no context, for the metric to score (0 by its formula).
+    assert sum(1 for sample, _ in items if sample["contexts"] == []) == 75
+
+
 @needs_benchmarks
 def test_hotpotqa_splits_and_gold_flags():
     dev = bench.convert("hotpotqa", "dev", ROOT)
