@@ -31,12 +31,13 @@ from offline_eval.agreement import agreement, binary_agreement, render_agreement
 from offline_eval.metrics import default_metrics  # noqa: E402
 
 # Which of our metrics each benchmark's labels speak to.
+_ATTRIBUTION = {"faithfulness": "attributable", "faithfulness_ragas": "attributable"}
 MAPPINGS = {
     "ares": {"faithfulness": "faithfulness", "answer_relevancy": "answer_relevancy",
              "context_precision": "context_relevance", "answer_relevancy_ragas": "answer_relevancy",
              "faithfulness_ragas": "faithfulness"},
-    "attributionbench": {"faithfulness": "attributable", "faithfulness_ragas": "attributable"},
-    "attributionbench-ood": {"faithfulness": "attributable", "faithfulness_ragas": "attributable"},
+    "attributionbench": _ATTRIBUTION,
+    "attributionbench-ood": _ATTRIBUTION,  # the same labels, on sources dev does not have
     "hotpotqa": {"context_precision": "context_precision"},
     "ocnli": {"faithfulness": "entailed", "faithfulness_ragas": "entailed"},
     "halueval": {"answer_correctness": "correct"},  # labels by construction: a sanity check, not agreement
