@@ -84,3 +84,40 @@ def test_recall_sees_a_half_covered_reference(default_judge):
     scores, _ = _scores(default_judge, None, "recall", "context_recall")
     assert scores["c-en-full"] > scores["c-en-half"], scores
     assert scores["c-zh-full"] > scores["c-zh-half"], scores
+
+
+MUSEUM = " ".join([
+    "The city museum was founded in 1884 by a group of local merchants.",
+    "Its first building stood on the market square until a fire in 1921.",
+    "The present building on River Street was designed by Anna Holm.",
+    "It opened to the public in 1926 with three galleries.",
+    "The east wing was added in 1968 to house the natural history collection.",
+    "The collection holds about 40,000 objects, from fossils to modern prints.",
+    "The most visited room shows the silver treasure found at Lindby in 1910.",
+    "A reading room on the second floor keeps the city archive.",
+    "School classes are guided through the galleries on weekday mornings.",
+    "The museum is closed on Mondays and on 25 December.",
+    "On other days it opens at ten and closes at five.",
+    "Entry is free for children under sixteen.",
+    "Adults pay eight euros, and a yearly pass costs thirty euros.",
+    "The café in the courtyard serves lunch from noon.",
+    "Temporary exhibitions change four times a year.",
+    "In 2019 the museum lent the Lindby silver to a museum in Oslo.",
+    "The building was renovated between 2005 and 2008.",
+    "A lift now reaches every floor.",
+    "Dogs are not allowed inside, except guide dogs.",
+    "The museum shop sells books about the region's history.",
+])
+
+
+def test_a_sentence_is_judged_against_the_context_sentences_it_is_about(default_judge):
+    """A 20-sentence context: each answer sentence is shown the 12 sentences that share most with it."""
+    question = "When can I visit the city museum?"
+    rows = [{"sample_id": sid, "question": question, "contexts": [MUSEUM], "answer": answer}
+            for sid, answer in (("good", "The museum is closed on Mondays."),
+                                ("bad", "The museum is open every day, Mondays included."))]
+    report = evaluate(rows, judge_instance=default_judge, metrics=("faithfulness",), n_resamples=200)
+    scores = {s["sample_id"]: s["scores"]["faithfulness"] for s in report.samples}
+    assert scores["good"] >= 0.8 > scores["bad"], scores
+    details = report.samples[0]["details"]["faithfulness"]
+    assert (details["evidence_sentences"], details["context_sentences"]) == (12, 20)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from offline_eval import scoring
+from offline_eval import prompts, scoring
 from offline_eval.claims import (
     claim_budget,
     clauses,
@@ -20,6 +20,7 @@ from offline_eval.claims import (
     uncovered_sentences,
     unstated_numbers,
 )
+from offline_eval.evidence import context_sentences, focus
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics.base import (
     NO_CONTEXTS,
@@ -189,11 +190,13 @@ def sentence_set(text: str, question: str) -> ClaimSet:
     return ClaimSet(checked, [], len(checked), len(checked), 0)
 
 
-def verify_claims(ctx: SampleContext, claims: Sequence[str], *, each_alone: bool = False
-                  ) -> tuple[list[Verdict], list[int]]:
+def verify_claims(ctx: SampleContext, claims: Sequence[str], *, each_alone: bool = False,
+                  evidence_sentences: int = 0) -> tuple[list[Verdict], list[int]]:
     """Is each claim supported by the sample's context? One call per context window, OR-combined; with
     ``each_alone``, one call per claim and window, each asking about that claim only and telling the
-    judge which of its numbers the context never gives.
+    judge which of its numbers the context never gives; and with ``evidence_sentences`` k as well, a
+    context of more than k sentences is shown to each claim as the k that share most with it
+    (``evidence.focus``), in one call.
 
     Returns a verdict per claim (yes if any window says yes; its probability the highest any window
     gave, unknown if a window gave none) and the ranks of chunks that had to be truncated.
@@ -204,8 +207,16 @@ def verify_claims(ctx: SampleContext, claims: Sequence[str], *, each_alone: bool
     truncated: set[int] = set()
     context = "\n".join(ctx.sample.contexts)
     for claim in claims:
+        # Numbers are looked for in the whole context: one it gives elsewhere is not "nowhere".
         unstated = unstated_numbers(claim, context)
-        verdicts, cut = ask_over_context(ctx, VerifyClaims((claim,), unstated=(tuple(unstated),) if unstated else ()))
+        shown = focus(ctx.sample.contexts, claim, ctx.sample.question, evidence_sentences)
+        task = VerifyClaims((claim,), unstated=(tuple(unstated),) if unstated else ())
+        block = prompts.context_block(shown, ctx.lang) if shown else ""
+        if block and ctx.judge.count_tokens(block) <= ctx.judge.room_for_shared(ctx.request(task)):
+            found += ctx.ask(task, block)
+            continue
+        # Read whole (in windows if need be): a short context, or kept sentences too long for the window.
+        verdicts, cut = ask_over_context(ctx, task)
         found += verdicts
         truncated.update(cut)
     return found, sorted(truncated)
@@ -237,6 +248,10 @@ class ClaimCoverage(Metric):
     def max_claims(self) -> int:
         raise NotImplementedError
 
+    def evidence_sentences(self) -> int:
+        """Context sentences each claim is shown when the context has more (0: the whole context)."""
+        return 0
+
     def collect(self, ctx: SampleContext) -> Evidence:
         reason = self.missing_input(ctx.sample)
         if reason:
@@ -257,9 +272,12 @@ class ClaimCoverage(Metric):
             if not ctx.sample.contexts:
                 return Evidence({"claims": claims, "found": [Verdict(False)] * len(claims), "truncated_chunks": [],
                                  "dropped_claims": dropped, "reason": NO_CONTEXTS, **coverage})
-            found, truncated = verify_claims(ctx, claims, each_alone=self.each_alone)
+            k = self.evidence_sentences()
+            found, truncated = verify_claims(ctx, claims, each_alone=self.each_alone, evidence_sentences=k)
+            n_context = len(context_sentences(ctx.sample.contexts)) if k else 0
+            focused = {"evidence_sentences": k, "context_sentences": n_context} if n_context > k else {}
             return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
-                             "dropped_claims": dropped, **coverage})
+                             "dropped_claims": dropped, **coverage, **focused})
 
         return judged(step)
 
@@ -284,6 +302,9 @@ class ClaimCoverage(Metric):
                 details["reason"] = ev.data["reason"]
             n_extracted = ev.data["n_extracted"]
             details.update(coverage=ev.data["coverage"], n_sentences=ev.data["n_sentences"])
+            if "evidence_sentences" in ev.data:
+                details.update(evidence_sentences=ev.data["evidence_sentences"],
+                               context_sentences=ev.data["context_sentences"])
             if n_extracted < len(claims):
                 details["unclaimed_sentences"] = ev.data["claims"][n_extracted:]
             findings = [Finding(self.claim_label if i < n_extracted else f"{self.claim_label} (a sentence no claim "
@@ -293,6 +314,9 @@ class ClaimCoverage(Metric):
             summary = f"{details[f'n_{yes}']} of {len(claims)} {self.claim_label}s {yes}"
             if n_extracted < len(claims):
                 summary += f" ({len(claims) - n_extracted} checked as written: no extracted claim covered them)"
+            if "evidence_sentences" in ev.data:
+                summary += (f"; each checked against the {ev.data['evidence_sentences']} of the context's "
+                            f"{ev.data['context_sentences']} sentences that share most with it")
             if self.soft:
                 summary += f"; score = the mean probability that a {self.claim_label} is {yes.replace('_', ' ')}"
             outcomes.append(Outcome({self.name: float(value)}, None, reported_details(findings, summary, **details)))

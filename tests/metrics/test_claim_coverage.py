@@ -100,3 +100,37 @@ def test_a_window_without_probabilities_leaves_the_claim_probability_unknown():
     verdicts, _ = verify_claims(ctx, ["It closes at 18:00."])
     assert len(judge.requests) >= 2
     assert verdicts == [Verdict(False, None)]
+
+
+def test_each_sentence_alone_is_shown_the_context_sentences_it_shares_most_with():
+    """Scripted judge: it says yes when the text it is shown holds the claim's number."""
+    def answer(request):
+        claim = request.task.split("claim_1: ")[1].split("\n")[0]
+        number = claim.split()[-1].rstrip(".")
+        return {"claim_1": "yes" if number in request.shared else "no"}
+
+    judge = FakeJudge(answer)
+    filler = " ".join(f"Gallery {i} shows paintings from the {i}th century." for i in range(20))
+    contexts = (filler, "The museum closes at 18.", "The shop opens at 9.")
+    ctx = SampleContext(Sample("s", "When does the museum close?", "a", contexts), "en", judge, "faithfulness")
+    claims = ["The museum closes at 18.", "The cafe opens at 45."]
+    verdicts, truncated = verify_claims(ctx, claims, each_alone=True, evidence_sentences=3)
+    assert [v.yes for v in verdicts] == [True, False] and truncated == []
+    first, second = judge.requests
+    assert "[chunk_2] The museum closes at 18." in first.shared
+    assert first.shared.count("Gallery") <= 2  # 3 of 22 sentences, the museum's among them
+    assert "[chunk_3] The shop opens at 9." in second.shared  # shares "opens" with the claim
+    # The whole context is read when it holds no more sentences than that, and with 0.
+    judge.backend.requests.clear()
+    verify_claims(ctx, claims[:1], each_alone=True, evidence_sentences=22)
+    verify_claims(ctx, claims[:1], each_alone=True, evidence_sentences=0)
+    assert all(r.shared.count("Gallery") == 20 for r in judge.requests) and len(judge.requests) == 1  # cached
+
+
+def test_kept_sentences_too_long_for_the_window_fall_back_to_the_whole_context_in_windows():
+    judge = FakeJudge(lambda request: {"claim_1": "no"}, n_ctx=700)
+    huge = "word " * 1500  # one "sentence" larger than the window
+    ctx = SampleContext(Sample("s", "q?", "a", (huge, "Short one.", "Another one.")), "en", judge, "faithfulness")
+    verdicts, truncated = verify_claims(ctx, ["word word word"], each_alone=True, evidence_sentences=2)
+    assert [v.yes for v in verdicts] == [False] and truncated == [1]
+    assert len(judge.requests) >= 2  # windows over the whole context, the first one cut

@@ -1,0 +1,60 @@
+"""Focusing a long context on the sentences one claim is about, before the judge reads it.
+
+The 1.5B judge separates supported from unsupported sentences worse the longer the context: on
+AttributionBench dev's 80 items, ROC AUC 1.000, 0.830 and 0.750 over the thirds by context length.
+Checking each sentence against the context sentences that share the most of its words (rare words
+count more) and the question's, in the context's order, reads less and decides better (README,
+"Faithfulness checks the answer's sentences as written"). Lexical, so it needs no embedder, works on
+Chinese through character bigrams, and is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from offline_eval.claims import content_units
+
+# Sentence ends and line breaks; the pieces between are the sentences (Chinese puts no space after 。).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
+
+
+def context_sentences(contexts: Sequence[str]) -> list[tuple[int, str]]:
+    """(rank, sentence) for every sentence of every chunk, ranks from 1; fragments of three
+    characters or fewer (list markers, stray punctuation) are left out."""
+    return [(rank, piece.strip()) for rank, chunk in enumerate(contexts, 1)
+            for piece in _SENTENCE_END.split(chunk) if len(piece.strip()) > 3]
+
+
+def overlap_scores(sentence_units: Sequence[set[str]], query: set[str]) -> np.ndarray:
+    """Each sentence's idf-weighted count of the query's units it holds: Σ log(1 + n / df(u)) over the
+    shared units u, df counted over the ``n`` sentences."""
+    units = sorted(query)
+    if not units or not sentence_units:
+        return np.zeros(len(sentence_units))
+    holds = np.array([[u in have for u in units] for have in sentence_units], dtype=bool)
+    df = holds.sum(axis=0)
+    weights = np.log1p(len(sentence_units) / np.maximum(df, 1))
+    return holds @ weights
+
+
+def focus(contexts: Sequence[str], claim: str, question: str, k: int) -> list[tuple[int, str]] | None:
+    """The ``k`` context sentences that share the most with ``claim`` and ``question``, as (rank, text)
+    chunks in the context's order (a chunk's kept sentences joined by spaces); None when the context
+    has no more than ``k`` sentences, so it is read whole. Ties go to the earlier sentence."""
+    sentences = context_sentences(contexts)
+    if k <= 0 or len(sentences) <= k:
+        return None
+    scores = overlap_scores([content_units(text) for _, text in sentences],
+                            content_units(claim) | content_units(question))
+    kept = sorted(np.argsort(-scores, kind="stable")[:k])
+    chunks: list[tuple[int, str]] = []
+    for i in kept:
+        rank, text = sentences[i]
+        if chunks and chunks[-1][0] == rank:
+            chunks[-1] = (rank, f"{chunks[-1][1]} {text}")
+        else:
+            chunks.append((rank, text))
+    return chunks

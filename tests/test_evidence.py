@@ -1,0 +1,47 @@
+"""Focusing a long context on the sentences a claim is about (model-free: pure functions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from offline_eval.evidence import context_sentences, focus, overlap_scores
+
+CONTEXT = ("Canberra is the capital of Australia. Sydney is the most populous city.\n"
+           "The Harbour Bridge opened in 1932. Melbourne hosted parliament until 1927. - a")
+
+
+def test_context_sentences_keep_ranks_and_leave_out_fragments():
+    assert context_sentences([CONTEXT, "Second chunk here."]) == [
+        (1, "Canberra is the capital of Australia."), (1, "Sydney is the most populous city."),
+        (1, "The Harbour Bridge opened in 1932."), (1, "Melbourne hosted parliament until 1927."),
+        (2, "Second chunk here.")]  # "- a" is a fragment
+
+
+def test_chinese_sentences_split_on_chinese_punctuation():
+    assert [s for _, s in context_sentences(["北京是中国的首都。上海是最大的城市！它有很多人口？"])] == [
+        "北京是中国的首都。", "上海是最大的城市！", "它有很多人口？"]
+
+
+def test_overlap_scores_weight_rare_units_more():
+    sentences = [{"capital", "australia"}, {"australia", "city"}, {"australia", "bridge"}]
+    scores = overlap_scores(sentences, {"capital", "australia"})
+    # "australia" is in all three (weight log 2), "capital" in one (log 4).
+    assert np.allclose(scores, [np.log(4) + np.log(2), np.log(2), np.log(2)])
+    assert overlap_scores(sentences, set()).tolist() == [0, 0, 0]
+
+
+def test_focus_keeps_the_closest_sentences_in_context_order():
+    chunks = focus([CONTEXT, "Sydney's opera house opened in 1973."], "Sydney is the capital of Australia.",
+                   "What is the capital of Australia?", 2)
+    assert chunks == [(1, "Canberra is the capital of Australia. Sydney is the most populous city.")]
+    # A short context is read whole, and k = 0 turns focusing off.
+    assert focus([CONTEXT], "Sydney is the capital.", "", 4) is None
+    assert focus([CONTEXT], "Sydney is the capital.", "", 0) is None
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_ties_go_to_the_earlier_sentence(k):
+    context = ["Alpha one. Alpha two. Alpha three. Alpha four."]
+    chunks = focus(context, "Alpha.", "", k)
+    assert chunks == [(1, " ".join(f"Alpha {w}." for w in ["one", "two", "three"][:k]))]
