@@ -190,13 +190,29 @@ def sentence_set(text: str, question: str) -> ClaimSet:
     return ClaimSet(checked, [], len(checked), len(checked), 0)
 
 
+def focused_blocks(ctx: SampleContext, claims: Sequence[str], k: int) -> list[str] | None:
+    """Each claim's context block of the ``k`` context sentences that share most with it and the
+    question (``evidence.focus``); None where the whole context is read instead: it has no more than
+    ``k`` sentences, or the claims' blocks together are no shorter than the context. The whole context
+    is evaluated once and every claim's call after it shares that state, so focusing an answer of many
+    sentences on a context of long ones would read more, not less (ARES's documentation pages)."""
+    if k <= 0 or not claims:
+        return None
+    shown = [focus(ctx.sample.contexts, claim, ctx.sample.question, k) for claim in claims]
+    if shown[0] is None:  # the same for every claim: the context's sentence count decides
+        return None
+    blocks = [prompts.context_block(chunks, ctx.lang) for chunks in shown]
+    whole = prompts.context_block(list(enumerate(ctx.sample.contexts, 1)), ctx.lang)
+    count = ctx.judge.count_tokens
+    return blocks if sum(map(count, blocks)) < count(whole) else None
+
+
 def verify_claims(ctx: SampleContext, claims: Sequence[str], *, each_alone: bool = False,
-                  evidence_sentences: int = 0) -> tuple[list[Verdict], list[int]]:
+                  focused: Sequence[str] | None = None) -> tuple[list[Verdict], list[int]]:
     """Is each claim supported by the sample's context? One call per context window, OR-combined; with
     ``each_alone``, one call per claim and window, each asking about that claim only and telling the
-    judge which of its numbers the context never gives; and with ``evidence_sentences`` k as well, a
-    context of more than k sentences is shown to each claim as the k that share most with it
-    (``evidence.focus``), in one call.
+    judge which of its numbers the context never gives; and with ``focused`` blocks as well (one per
+    claim, ``focused_blocks``), each claim is shown its own block in one call, where that fits.
 
     Returns a verdict per claim (yes if any window says yes; its probability the highest any window
     gave, unknown if a window gave none) and the ranks of chunks that had to be truncated.
@@ -206,16 +222,15 @@ def verify_claims(ctx: SampleContext, claims: Sequence[str], *, each_alone: bool
     found: list[Verdict] = []
     truncated: set[int] = set()
     context = "\n".join(ctx.sample.contexts)
-    for claim in claims:
+    for i, claim in enumerate(claims):
         # Numbers are looked for in the whole context: one it gives elsewhere is not "nowhere".
         unstated = unstated_numbers(claim, context)
-        shown = focus(ctx.sample.contexts, claim, ctx.sample.question, evidence_sentences)
         task = VerifyClaims((claim,), unstated=(tuple(unstated),) if unstated else ())
-        block = prompts.context_block(shown, ctx.lang) if shown else ""
+        block = focused[i] if focused else ""
         if block and ctx.judge.count_tokens(block) <= ctx.judge.room_for_shared(ctx.request(task)):
             found += ctx.ask(task, block)
             continue
-        # Read whole (in windows if need be): a short context, or kept sentences too long for the window.
+        # Read whole (in windows if need be): not focused, or kept sentences too long for the window.
         verdicts, cut = ask_over_context(ctx, task)
         found += verdicts
         truncated.update(cut)
@@ -273,9 +288,10 @@ class ClaimCoverage(Metric):
                 return Evidence({"claims": claims, "found": [Verdict(False)] * len(claims), "truncated_chunks": [],
                                  "dropped_claims": dropped, "reason": NO_CONTEXTS, **coverage})
             k = self.evidence_sentences()
-            found, truncated = verify_claims(ctx, claims, each_alone=self.each_alone, evidence_sentences=k)
-            n_context = len(context_sentences(ctx.sample.contexts)) if k else 0
-            focused = {"evidence_sentences": k, "context_sentences": n_context} if n_context > k else {}
+            blocks = focused_blocks(ctx, claims, k) if self.each_alone else None
+            found, truncated = verify_claims(ctx, claims, each_alone=self.each_alone, focused=blocks)
+            focused = ({"evidence_sentences": k, "context_sentences": len(context_sentences(ctx.sample.contexts))}
+                       if blocks else {})
             return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
                              "dropped_claims": dropped, **coverage, **focused})
 

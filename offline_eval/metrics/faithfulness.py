@@ -22,10 +22,11 @@ unattributable, and the judge had supported some of them ("…the average weight
 around 198 pounds", P 0.63 before the note, 0.05 with it).
 
 A context of more than ``evidence_sentences`` (12) sentences is shown to each answer sentence as the 12
-that share most of its words and its question's (``evidence.focus``), since the 1.5B judge decides
-worse the longer it reads (AttributionBench dev, by thirds of context length: AUC 1.000, 0.830,
-0.750). On 60 long-context AttributionBench dev items AUC 0.709 against 0.680, in about a third of
-the time; ARES dev unchanged (0.897). The number notes still look through the whole context.
+that share most of its words and its question's (``evidence.focus``), where those blocks together are
+shorter than the context (``claim_coverage.focused_blocks``), since the 1.5B judge decides worse the
+longer it reads (AttributionBench dev, by thirds of context length: AUC 1.000, 0.830, 0.750). On 60
+long-context AttributionBench dev items AUC 0.709 against 0.680, in about a third of the time; ARES
+dev unchanged (0.897). The number notes still look through the whole context.
 
 ``faithfulness_ragas`` (run when named; the RAGAS definition, for comparing with RAGAS): split the answer
 into at most max(``max_claims``, its number of sentences) claims (1 call, no context); every sentence
@@ -50,8 +51,8 @@ _RISK = "hallucination risk: the answer states things the context does not suppo
 @dataclass(frozen=True)
 class SentenceCheckParams:
     evidence_sentences: int = param(12, minimum=0, help="Context sentences each answer sentence is checked "
-                                    "against when the context has more: those sharing most of its words "
-                                    "(0: the whole context).")
+                                    "against when the context has more and that reads less: those sharing "
+                                    "most of its words (0: the whole context).")
 
 
 @register

@@ -8,7 +8,13 @@ import pytest
 
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics import SampleContext
-from offline_eval.metrics.claim_coverage import ExtractClaims, VerifyClaims, extract_claims, verify_claims
+from offline_eval.metrics.claim_coverage import (
+    ExtractClaims,
+    VerifyClaims,
+    extract_claims,
+    focused_blocks,
+    verify_claims,
+)
 from offline_eval.prompts import Verdict
 from offline_eval.sample import Sample
 from offline_eval.testing import FakeJudge
@@ -114,23 +120,35 @@ def test_each_sentence_alone_is_shown_the_context_sentences_it_shares_most_with(
     contexts = (filler, "The museum closes at 18.", "The shop opens at 9.")
     ctx = SampleContext(Sample("s", "When does the museum close?", "a", contexts), "en", judge, "faithfulness")
     claims = ["The museum closes at 18.", "The cafe opens at 45."]
-    verdicts, truncated = verify_claims(ctx, claims, each_alone=True, evidence_sentences=3)
+    blocks = focused_blocks(ctx, claims, 3)
+    verdicts, truncated = verify_claims(ctx, claims, each_alone=True, focused=blocks)
     assert [v.yes for v in verdicts] == [True, False] and truncated == []
     first, second = judge.requests
     assert "[chunk_2] The museum closes at 18." in first.shared
     assert first.shared.count("Gallery") <= 2  # 3 of 22 sentences, the museum's among them
     assert "[chunk_3] The shop opens at 9." in second.shared  # shares "opens" with the claim
     # The whole context is read when it holds no more sentences than that, and with 0.
+    assert focused_blocks(ctx, claims, 22) is None and focused_blocks(ctx, claims, 0) is None
     judge.backend.requests.clear()
-    verify_claims(ctx, claims[:1], each_alone=True, evidence_sentences=22)
-    verify_claims(ctx, claims[:1], each_alone=True, evidence_sentences=0)
-    assert all(r.shared.count("Gallery") == 20 for r in judge.requests) and len(judge.requests) == 1  # cached
+    verify_claims(ctx, claims[:1], each_alone=True, focused=None)
+    assert [r.shared.count("Gallery") for r in judge.requests] == [20]
+
+
+def test_an_answer_whose_focused_blocks_would_outweigh_the_context_reads_it_whole():
+    """Fake judge: only token counts are asked. 14 context sentences, 12 kept for each of 2 sentences:
+    24 sentences read instead of 14, so the context is read once, whole, for both."""
+    context = " ".join(f"Room {i} holds the {i}th collection of prints." for i in range(14))
+    ctx = SampleContext(Sample("s", "What do the rooms hold?", "a", (context,)), "en", FakeJudge(lambda r: {}),
+                        "faithfulness")
+    assert focused_blocks(ctx, ["Room 3 holds prints."], 12) is not None
+    assert focused_blocks(ctx, ["Room 3 holds prints.", "Room 4 holds prints."], 12) is None
 
 
 def test_kept_sentences_too_long_for_the_window_fall_back_to_the_whole_context_in_windows():
     judge = FakeJudge(lambda request: {"claim_1": "no"}, n_ctx=700)
     huge = "word " * 1500  # one "sentence" larger than the window
     ctx = SampleContext(Sample("s", "q?", "a", (huge, "Short one.", "Another one.")), "en", judge, "faithfulness")
-    verdicts, truncated = verify_claims(ctx, ["word word word"], each_alone=True, evidence_sentences=2)
+    verdicts, truncated = verify_claims(ctx, ["word word word"], each_alone=True,
+                                     focused=focused_blocks(ctx, ["word word word"], 2))
     assert [v.yes for v in verdicts] == [False] and truncated == [1]
     assert len(judge.requests) >= 2  # windows over the whole context, the first one cut
