@@ -264,7 +264,8 @@ class ClaimCoverage(Metric):
         raise NotImplementedError
 
     def evidence_sentences(self) -> int:
-        """Context sentences each claim is shown when the context has more (0: the whole context)."""
+        """Context sentences each claim is shown when the context has more and that reads less (0: the
+        whole context; ``focused_blocks``)."""
         return 0
 
     def collect(self, ctx: SampleContext) -> Evidence:
