@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -40,19 +41,34 @@ def overlap_scores(sentence_units: Sequence[set[str]], query: set[str]) -> np.nd
     return holds @ weights
 
 
-def focus(contexts: Sequence[str], claim: str, question: str, k: int) -> list[tuple[int, str]] | None:
+@dataclass(frozen=True)
+class ContextSentences:
+    """A sample's context split into sentences once, each with its content units, so that every
+    answer sentence is focused without splitting the context again."""
+
+    sentences: list[tuple[int, str]]  # (rank, sentence), as ``context_sentences`` gives them
+    units: list[set[str]]
+
+    @classmethod
+    def of(cls, contexts: Sequence[str]) -> ContextSentences:
+        sentences = context_sentences(contexts)
+        return cls(sentences, [content_units(text) for _, text in sentences])
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+
+def focus(context: ContextSentences, claim: str, question: str, k: int) -> list[tuple[int, str]] | None:
     """The ``k`` context sentences that share the most with ``claim`` and ``question``, as (rank, text)
     chunks in the context's order (a chunk's kept sentences joined by spaces); None when the context
     has no more than ``k`` sentences, so it is read whole. Ties go to the earlier sentence."""
-    sentences = context_sentences(contexts)
-    if k <= 0 or len(sentences) <= k:
+    if k <= 0 or len(context) <= k:
         return None
-    scores = overlap_scores([content_units(text) for _, text in sentences],
-                            content_units(claim) | content_units(question))
+    scores = overlap_scores(context.units, content_units(claim) | content_units(question))
     kept = sorted(np.argsort(-scores, kind="stable")[:k])
     chunks: list[tuple[int, str]] = []
     for i in kept:
-        rank, text = sentences[i]
+        rank, text = context.sentences[i]
         if chunks and chunks[-1][0] == rank:
             chunks[-1] = (rank, f"{chunks[-1][1]} {text}")
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from offline_eval.evidence import context_sentences, focus, overlap_scores
+from offline_eval.evidence import ContextSentences, context_sentences, focus, overlap_scores
 
 CONTEXT = ("Canberra is the capital of Australia. Sydney is the most populous city.\n"
            "The Harbour Bridge opened in 1932. Melbourne hosted parliament until 1927. - a")
@@ -32,16 +32,16 @@ def test_overlap_scores_weight_rare_units_more():
 
 
 def test_focus_keeps_the_closest_sentences_in_context_order():
-    chunks = focus([CONTEXT, "Sydney's opera house opened in 1973."], "Sydney is the capital of Australia.",
-                   "What is the capital of Australia?", 2)
+    chunks = focus(ContextSentences.of([CONTEXT, "Sydney's opera house opened in 1973."]),
+                   "Sydney is the capital of Australia.", "What is the capital of Australia?", 2)
     assert chunks == [(1, "Canberra is the capital of Australia. Sydney is the most populous city.")]
     # A short context is read whole, and k = 0 turns focusing off.
-    assert focus([CONTEXT], "Sydney is the capital.", "", 4) is None
-    assert focus([CONTEXT], "Sydney is the capital.", "", 0) is None
+    assert focus(ContextSentences.of([CONTEXT]), "Sydney is the capital.", "", 4) is None
+    assert focus(ContextSentences.of([CONTEXT]), "Sydney is the capital.", "", 0) is None
 
 
 @pytest.mark.parametrize("k", [1, 3])
 def test_ties_go_to_the_earlier_sentence(k):
     context = ["Alpha one. Alpha two. Alpha three. Alpha four."]
-    chunks = focus(context, "Alpha.", "", k)
+    chunks = focus(ContextSentences.of(context), "Alpha.", "", k)
     assert chunks == [(1, " ".join(f"Alpha {w}." for w in ["one", "two", "three"][:k]))]

@@ -20,7 +20,7 @@ from offline_eval.claims import (
     uncovered_sentences,
     unstated_numbers,
 )
-from offline_eval.evidence import context_sentences, focus
+from offline_eval.evidence import ContextSentences, focus
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics.base import (
     NO_CONTEXTS,
@@ -190,17 +190,17 @@ def sentence_set(text: str, question: str) -> ClaimSet:
     return ClaimSet(checked, [], len(checked), len(checked), 0)
 
 
-def focused_blocks(ctx: SampleContext, claims: Sequence[str], k: int) -> list[str] | None:
-    """Each claim's context block of the ``k`` context sentences that share most with it and the
-    question (``evidence.focus``); None where the whole context is read instead: it has no more than
-    ``k`` sentences, or the claims' blocks together are no shorter than the context. The whole context
-    is evaluated once and every claim's call after it shares that state, so focusing an answer of many
-    sentences on a context of long ones would read more, not less (ARES's documentation pages)."""
-    if k <= 0 or not claims:
+def focused_blocks(ctx: SampleContext, claims: Sequence[str], context: ContextSentences, k: int
+                   ) -> list[str] | None:
+    """Each claim's context block of the ``k`` sentences of ``context`` (the sample's, split once) that
+    share most with it and the question (``evidence.focus``); None where the whole context is read
+    instead: it has no more than ``k`` sentences, or the claims' blocks together are no shorter than
+    the context. The whole context is evaluated once and every claim's call after it shares that
+    state, so focusing an answer of many sentences on a context of long ones would read more, not less
+    (ARES's documentation pages)."""
+    if k <= 0 or len(context) <= k or not claims:
         return None
-    shown = [focus(ctx.sample.contexts, claim, ctx.sample.question, k) for claim in claims]
-    if shown[0] is None:  # the same for every claim: the context's sentence count decides
-        return None
+    shown = [focus(context, claim, ctx.sample.question, k) for claim in claims]
     blocks = [prompts.context_block(chunks, ctx.lang) for chunks in shown]
     whole = prompts.context_block(list(enumerate(ctx.sample.contexts, 1)), ctx.lang)
     count = ctx.judge.count_tokens
@@ -289,10 +289,10 @@ class ClaimCoverage(Metric):
                 return Evidence({"claims": claims, "found": [Verdict(False)] * len(claims), "truncated_chunks": [],
                                  "dropped_claims": dropped, "reason": NO_CONTEXTS, **coverage})
             k = self.evidence_sentences()
-            blocks = focused_blocks(ctx, claims, k) if self.each_alone else None
+            context = ContextSentences.of(ctx.sample.contexts) if self.each_alone and k else None
+            blocks = focused_blocks(ctx, claims, context, k) if context else None
             found, truncated = verify_claims(ctx, claims, each_alone=self.each_alone, focused=blocks)
-            focused = ({"evidence_sentences": k, "context_sentences": len(context_sentences(ctx.sample.contexts))}
-                       if blocks else {})
+            focused = {"evidence_sentences": k, "context_sentences": len(context)} if blocks else {}
             return Evidence({"claims": claims, "found": found, "truncated_chunks": truncated,
                              "dropped_claims": dropped, **coverage, **focused})
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
+from offline_eval.evidence import ContextSentences
 from offline_eval.judge import JudgeResult
 from offline_eval.metrics import SampleContext
 from offline_eval.metrics.claim_coverage import (
@@ -120,7 +121,8 @@ def test_each_sentence_alone_is_shown_the_context_sentences_it_shares_most_with(
     contexts = (filler, "The museum closes at 18.", "The shop opens at 9.")
     ctx = SampleContext(Sample("s", "When does the museum close?", "a", contexts), "en", judge, "faithfulness")
     claims = ["The museum closes at 18.", "The cafe opens at 45."]
-    blocks = focused_blocks(ctx, claims, 3)
+    sentences = ContextSentences.of(contexts)
+    blocks = focused_blocks(ctx, claims, sentences, 3)
     verdicts, truncated = verify_claims(ctx, claims, each_alone=True, focused=blocks)
     assert [v.yes for v in verdicts] == [True, False] and truncated == []
     first, second = judge.requests
@@ -128,7 +130,7 @@ def test_each_sentence_alone_is_shown_the_context_sentences_it_shares_most_with(
     assert first.shared.count("Gallery") <= 2  # 3 of 22 sentences, the museum's among them
     assert "[chunk_3] The shop opens at 9." in second.shared  # shares "opens" with the claim
     # The whole context is read when it holds no more sentences than that, and with 0.
-    assert focused_blocks(ctx, claims, 22) is None and focused_blocks(ctx, claims, 0) is None
+    assert focused_blocks(ctx, claims, sentences, 22) is None and focused_blocks(ctx, claims, sentences, 0) is None
     judge.backend.requests.clear()
     verify_claims(ctx, claims[:1], each_alone=True, focused=None)
     assert [r.shared.count("Gallery") for r in judge.requests] == [20]
@@ -140,15 +142,16 @@ def test_an_answer_whose_focused_blocks_would_outweigh_the_context_reads_it_whol
     context = " ".join(f"Room {i} holds the {i}th collection of prints." for i in range(14))
     ctx = SampleContext(Sample("s", "What do the rooms hold?", "a", (context,)), "en", FakeJudge(lambda r: {}),
                         "faithfulness")
-    assert focused_blocks(ctx, ["Room 3 holds prints."], 12) is not None
-    assert focused_blocks(ctx, ["Room 3 holds prints.", "Room 4 holds prints."], 12) is None
+    sentences = ContextSentences.of((context,))
+    assert focused_blocks(ctx, ["Room 3 holds prints."], sentences, 12) is not None
+    assert focused_blocks(ctx, ["Room 3 holds prints.", "Room 4 holds prints."], sentences, 12) is None
 
 
 def test_kept_sentences_too_long_for_the_window_fall_back_to_the_whole_context_in_windows():
     judge = FakeJudge(lambda request: {"claim_1": "no"}, n_ctx=700)
     huge = "word " * 1500  # one "sentence" larger than the window
     ctx = SampleContext(Sample("s", "q?", "a", (huge, "Short one.", "Another one.")), "en", judge, "faithfulness")
-    verdicts, truncated = verify_claims(ctx, ["word word word"], each_alone=True,
-                                     focused=focused_blocks(ctx, ["word word word"], 2))
+    blocks = focused_blocks(ctx, ["word word word"], ContextSentences.of(ctx.sample.contexts), 2)
+    verdicts, truncated = verify_claims(ctx, ["word word word"], each_alone=True, focused=blocks)
     assert [v.yes for v in verdicts] == [False] and truncated == [1]
     assert len(judge.requests) >= 2  # windows over the whole context, the first one cut
