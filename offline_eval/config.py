@@ -233,7 +233,8 @@ def setting_names() -> set[str]:
 
 def _check_ranges(config: EvalConfig, source: str) -> None:
     """Integer settings inside their ranges: caught here, not after hours of judging."""
-    ranges = {**_INT_RANGES, **{name: (f.metadata["minimum"], None) for name, f in param_fields().items()}}
+    ranges = {**_INT_RANGES, **{name: (f.metadata["minimum"], f.metadata["maximum"])
+                                 for name, f in param_fields().items()}}
     for name, (low, high) in ranges.items():
         value = getattr(config, name)
         if value is None and name in _OPTIONAL_INT_FIELDS:

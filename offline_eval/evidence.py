@@ -6,6 +6,9 @@ Checking each sentence against the context sentences that share the most of its 
 count more) and the question's, in the context's order, reads less and decides better (README,
 "Faithfulness checks the answer's sentences as written"). Lexical, so it needs no embedder, works on
 Chinese through character bigrams, and is the same on every machine.
+
+The same weighting measures how much of a question and its reference a retrieved chunk holds
+(``query_coverage``), which context precision mixes into the judge's P(relevant).
 """
 
 from __future__ import annotations
@@ -29,16 +32,29 @@ def context_sentences(contexts: Sequence[str]) -> list[tuple[int, str]]:
             for piece in _SENTENCE_END.split(chunk) if len(piece.strip()) > 3]
 
 
+def _held_units(sentence_units: Sequence[set[str]], query: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the query's units each sentence holds (sentences × units), and each unit's weight
+    log(1 + n / df(u)), df counted over the ``n`` sentences (at least 1, for a unit none holds)."""
+    units = sorted(query)
+    holds = np.array([[u in have for u in units] for have in sentence_units], dtype=bool)
+    holds = holds.reshape(len(sentence_units), len(units))
+    return holds, np.log1p(len(sentence_units) / np.maximum(holds.sum(axis=0), 1))
+
+
 def overlap_scores(sentence_units: Sequence[set[str]], query: set[str]) -> np.ndarray:
     """Each sentence's idf-weighted count of the query's units it holds: Σ log(1 + n / df(u)) over the
     shared units u, df counted over the ``n`` sentences."""
-    units = sorted(query)
-    if not units or not sentence_units:
-        return np.zeros(len(sentence_units))
-    holds = np.array([[u in have for u in units] for have in sentence_units], dtype=bool)
-    df = holds.sum(axis=0)
-    weights = np.log1p(len(sentence_units) / np.maximum(df, 1))
+    holds, weights = _held_units(sentence_units, query)
     return holds @ weights
+
+
+def query_coverage(texts: Sequence[str], query: str) -> np.ndarray:
+    """Each text's share of the query's content units, weighted as in ``overlap_scores`` (df over the
+    texts given): 1.0 when a text holds every unit, 0.0 when it holds none or the query has none.
+    Absolute, unlike the focusing rank: a chunk's share does not rise because the others hold less."""
+    holds, weights = _held_units([content_units(text) for text in texts], content_units(query))
+    total = weights.sum()
+    return holds @ weights / total if total > 0 else np.zeros(len(texts))
 
 
 @dataclass(frozen=True)

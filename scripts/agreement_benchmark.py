@@ -140,30 +140,42 @@ def print_chunk_agreement(result: dict) -> None:
         return
     chunks = result["chunks"]
     print(f"\nchunk relevance, one item per retrieved chunk (n = {chunks['n']}: {chunks['n_positive']} gold, "
-          f"{chunks['n_negative']} distractors), score = P(relevant) or the verdict:")
+          f"{chunks['n_negative']} distractors), score = {chunks['score']}:")
     for name, stat in chunks["stats"].items():
         print(f"  {name}: {stat['value']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
               if stat["value"] is not None else f"  {name}: undefined")
 
 
 def chunk_agreement(report: dict, labels: list[dict]) -> dict:
-    """Per-chunk agreement: each chunk's P(relevant) (or its verdict) against its gold flag (HotpotQA)."""
+    """Per-chunk agreement: what each chunk counted as in the score — its relevance where the report gives
+    one (P(relevant) mixed with word coverage), else its P(relevant), else its verdict — against its gold
+    flag (HotpotQA)."""
     flags = {row["sample_id"]: row["gold_flags"] for row in labels if "gold_flags" in row}
-    scores, truth, any_probability = [], [], False
+    scores, truth, kinds = [], [], set()
     for sample in report["samples"]:
-        findings = (sample["details"].get("context_precision") or {}).get("findings", [])
+        details = sample["details"].get("context_precision") or {}
+        findings = details.get("findings", [])
         if sample["sample_id"] not in flags or not findings:
             continue
-        for finding, flag in zip(findings, flags[sample["sample_id"]], strict=True):
+        chunks = details.get("chunks") or [{}] * len(findings)
+        for finding, chunk, flag in zip(findings, chunks, flags[sample["sample_id"]], strict=True):
             p = finding["probability"]
-            if p is None and finding["ok"] is None:
+            if "relevance" in chunk:
+                scores.append(chunk["relevance"])
+                kinds.add("relevance")
+            elif p is not None:
+                scores.append(p)
+                kinds.add("P(relevant)")
+            elif finding["ok"] is not None:
+                scores.append(float(finding["ok"]))
+            else:
                 continue  # no verdict (RAGAS's NaN): the table's n leaves the chunk out
-            scores.append(float(finding["ok"]) if p is None else p)
             truth.append(flag)
-            any_probability = any_probability or p is not None
     # Named for the table: hard verdicts alone (RAGAS's) make AUC equal balanced accuracy, worth seeing.
-    # offline-eval's chunks are probabilities, save the few its reference-answer rule decides (P None, ok).
-    return {**binary_agreement(scores, truth), "score": "P(relevant)" if any_probability else "verdict"}
+    # offline-eval's chunks are scored, save the few its reference-answer rule decides (P None, ok).
+    score = ("relevance (P(relevant) mixed with word coverage)" if "relevance" in kinds else
+             "P(relevant)" if kinds else "verdict")
+    return {**binary_agreement(scores, truth), "score": score}
 
 
 if __name__ == "__main__":

@@ -66,6 +66,6 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(scripted, monkeypatch):
 def test_help_lists_every_registered_metric_and_its_parameters():
     out = CliRunner().invoke(cli, ["evaluate", "--help"]).output
     for text in ("faithfulness, answer_relevancy, context_recall, context_precision", "--max-claims",
-                 "--max-reference-claims", "--n-questions", "--judge-url", "--verdict-scoring",
+                 "--max-reference-claims", "--n-questions", "--chunk-word-percent", "--judge-url", "--verdict-scoring",
                  "faithfulness=0.8 faithfulness_ragas=0.8 answer_relevancy=0.7", "answer_relevancy_ragas"):
         assert text in " ".join(out.split()), text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from offline_eval.evidence import ContextSentences, context_sentences, focus, overlap_scores
+from offline_eval.evidence import ContextSentences, context_sentences, focus, overlap_scores, query_coverage
 
 CONTEXT = ("Canberra is the capital of Australia. Sydney is the most populous city.\n"
            "The Harbour Bridge opened in 1932. Melbourne hosted parliament until 1927. - a")
@@ -29,6 +29,17 @@ def test_overlap_scores_weight_rare_units_more():
     # "australia" is in all three (weight log 2), "capital" in one (log 4).
     assert np.allclose(scores, [np.log(4) + np.log(2), np.log(2), np.log(2)])
     assert overlap_scores(sentences, set()).tolist() == [0, 0, 0]
+
+
+def test_query_coverage_is_each_texts_weighted_share_of_the_query():
+    texts = ["Canberra is the capital of Australia.", "Sydney is in Australia.", "The bridge opened in 1932."]
+    # Query units: canberra (1 text: log 4), capital (1: log 4), australia (2: log 2.5), wall (0: log 4).
+    total = 3 * np.log(4) + np.log(2.5)
+    assert np.allclose(query_coverage(texts, "Canberra, capital of Australia? The wall."),
+                       [(2 * np.log(4) + np.log(2.5)) / total, np.log(2.5) / total, 0.0])
+    assert np.allclose(query_coverage(["堪培拉是首都"], "首都是哪里"), [1 / 4])  # bigrams: 首都 of 首都 都是 是哪 哪里
+    assert np.array_equal(query_coverage(texts, "the of is"), np.zeros(3))  # no content units: nothing held
+    assert query_coverage([], "capital").shape == (0,)
 
 
 def test_focus_keeps_the_closest_sentences_in_context_order():

@@ -58,3 +58,15 @@ def test_chunk_probabilities_are_named_as_such() -> None:
     chunks = agreement_benchmark.chunk_agreement(report, [{"sample_id": "q1", "gold_flags": [1, 1, 0]}])
     assert chunks["score"] == "P(relevant)" and chunks["n"] == 3
     assert chunks["stats"]["roc_auc"]["value"] == pytest.approx(1.0)
+
+
+def test_chunks_are_scored_by_what_they_counted_as() -> None:
+    """Where the report gives each chunk's relevance (P(relevant) mixed with word coverage), that is what
+    the per-chunk agreement ranks, not the judge's bare P."""
+    findings = [{"ok": False, "probability": 0.3}, {"ok": False, "probability": 0.4}]
+    chunks = [{"rank": 1, "relevance": 0.5}, {"rank": 2, "relevance": 0.35}]
+    report = {"samples": [{"sample_id": "q1", "details": {"context_precision": {"findings": findings,
+                                                                                 "chunks": chunks}}}]}
+    result = agreement_benchmark.chunk_agreement(report, [{"sample_id": "q1", "gold_flags": [1, 0]}])
+    assert result["score"] == "relevance (P(relevant) mixed with word coverage)"
+    assert result["stats"]["roc_auc"]["value"] == pytest.approx(1.0)  # by P alone it would be 0.0

@@ -62,9 +62,10 @@ class NoParams:
     """A metric without parameters."""
 
 
-def param(default: int, *, minimum: int, help: str) -> Any:
-    """A metric parameter: an integer setting (``--flag``, TOML key, ``evaluate()`` keyword) with its floor."""
-    return field(default=default, metadata={"minimum": minimum, "help": help})
+def param(default: int, *, minimum: int, help: str, maximum: int | None = None) -> Any:
+    """A metric parameter: an integer setting (``--flag``, TOML key, ``evaluate()`` keyword) with its floor
+    and, where it has one, its ceiling."""
+    return field(default=default, metadata={"minimum": minimum, "maximum": maximum, "help": help})
 
 
 @dataclass(frozen=True)

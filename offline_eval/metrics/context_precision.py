@@ -14,6 +14,15 @@ A chunk that states the reference answer word for word (``states_reference``) is
 judge call. The 1.5B judge underrated exactly these: on HotpotQA dev it gave the paragraph saying
 Shirley Temple "served as Chief of Protocol of the United States", for the question whose reference
 answer is "Chief of Protocol", P(relevant) 0.34.
+
+Under probability scoring a judged chunk counts as (1 − w)·P(relevant) + w·its word coverage: the
+share of the question's and reference's (or answer's) content words it holds, rare ones counting more
+(``evidence.query_coverage``), w = ``chunk_word_percent`` / 100 (20 by default). The judge's P reads
+a paragraph about the question's bridge entity as barely relevant, and its words say otherwise: on
+HotpotQA dev's first 30 questions (300 paragraphs) the chunks' ROC AUC went from 0.933 to 0.945 at
+w = 0.2, chosen there, and on dev's next 50 (500 paragraphs, not used to choose) from 0.904 to 0.929;
+on ARES dev (60 items, 30/30, one documentation page each) context relevance from 0.658 to 0.719.
+Chinese chunks count as their P alone: no labelled Chinese set has measured the mix.
 """
 
 from __future__ import annotations
@@ -23,8 +32,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from offline_eval import scoring
 from offline_eval.claims import content_units
+from offline_eval.evidence import query_coverage
 from offline_eval.judge import JudgeError
 from offline_eval.metrics.base import (
     EmbedFn,
@@ -35,6 +47,7 @@ from offline_eval.metrics.base import (
     SampleContext,
     ScoreSpec,
     judged,
+    param,
     register,
     reported_details,
 )
@@ -109,6 +122,13 @@ class JudgeChunk(YesNoTask):
         )
 
 
+@dataclass(frozen=True)
+class ContextPrecisionParams:
+    chunk_word_percent: int = param(20, minimum=0, maximum=100, help="Percent of a judged chunk's relevance "
+                                    "taken from the share of the question's and reference's words it holds "
+                                    "(probability scoring; 0: the judge's P(relevant) alone).")
+
+
 @register
 class ContextPrecision(Metric):
     name = "context_precision"
@@ -119,6 +139,7 @@ class ContextPrecision(Metric):
                   "relevant chunks ÷ all chunks"),
     )
     requires = ("contexts",)
+    Params = ContextPrecisionParams
 
     def collect(self, ctx: SampleContext) -> Evidence:
         sample = ctx.sample
@@ -153,7 +174,7 @@ class ContextPrecision(Metric):
                     truncated.append(rank)
                 relevant += ctx.ask(JudgeChunk(chunk), shared)
             return Evidence({"relevant": relevant, "truncated_chunks": truncated, "states_reference": stated,
-                             "basis": "reference" if reference else "answer"})
+                             "basis": "reference" if reference else "answer", "lang": ctx.lang})
 
         return judged(step)
 
@@ -167,19 +188,47 @@ class ContextPrecision(Metric):
         ratio, _ = scoring.fraction_true(relevant, mask)
         return {"context_precision": float(ap[0]), "context_relevant_ratio": float(ratio[0])}
 
+    def word_weight(self, ev: Evidence) -> float:
+        """How much of a judged chunk's relevance its word coverage gives: none under hard verdicts, and
+        none in Chinese, where no labelled set has measured it (character bigrams of a question hold its
+        question words, "多少", "哪里", which no chunk holds)."""
+        if not self.soft or ev.data.get("lang") == "zh":
+            return 0.0
+        return self.params.chunk_word_percent / 100
+
+    def relevance(self, samples: Sequence[Sample], evidence: Sequence[Evidence]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(relevance, word coverage, mask), samples × chunks in rank order: what each chunk counts as —
+        its verdict or P(relevant), mixed with its word coverage where the judge decided it."""
+        relevance, mask = self.verdict_values([e.data.get("relevant", []) for e in evidence])
+        rows, weight_rows = [], []
+        for sample, ev in zip(samples, evidence):
+            n, w = len(ev.data.get("relevant", [])), self.word_weight(ev)
+            basis = sample.reference_answer if ev.data.get("basis") == "reference" else sample.answer
+            rows.append(query_coverage(sample.contexts[:n], f"{sample.question}\n{basis}") if n and w else [])
+            stated = set(ev.data.get("states_reference", []))
+            weight_rows.append([0.0 if rank in stated else w for rank in range(1, n + 1)])
+        coverage, _ = scoring.pad(rows)
+        weights, _ = scoring.pad(weight_rows)
+        coverage = np.pad(coverage, ((0, 0), (0, weights.shape[1] - coverage.shape[1])))
+        return (1 - weights) * relevance + weights * coverage, coverage, mask
+
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None
               ) -> list[Outcome]:
-        relevance, mask = self.verdict_values([e.data.get("relevant", []) for e in evidence])
+        relevance, coverage, mask = self.relevance(samples, evidence)
         ap, computable = scoring.average_precision(relevance, mask)
         ratio, _ = scoring.fraction_true(relevance, mask)
         outcomes = []
-        for sample, ev, a, r, ok in zip(samples, evidence, ap, ratio, computable):
+        for i, (sample, ev, a, r, ok) in enumerate(zip(samples, evidence, ap, ratio, computable)):
             if ev.not_computable or not ok:
                 outcomes.append(self.not_computable(ev.not_computable or "no contexts"))
                 continue
             stated = set(ev.data.get("states_reference", []))
+            w = self.word_weight(ev)
             chunks = [{"rank": k, "relevant": v.yes, "preview": text[:_PREVIEW]} | (
-                      {"states_reference": True} if k in stated else {})
+                      {"states_reference": True} if k in stated else {}) | (
+                      {"word_coverage": float(coverage[i, k - 1]), "relevance": float(relevance[i, k - 1])}
+                      if w else {})
                       for k, (v, text) in enumerate(zip(ev.data["relevant"], sample.contexts), 1)]
             details: dict[str, Any] = {"chunks": chunks, "average_precision": float(a), "relevant_ratio": float(r),
                                        "judged_against": ev.data["basis"]}
@@ -192,6 +241,9 @@ class ContextPrecision(Metric):
             n_relevant = sum(c["relevant"] for c in chunks)
             summary = (f"{n_relevant} of {len(chunks)} chunks relevant to the {ev.data['basis']}; "
                        f"relevant ratio {float(r):.3f}")
+            if w:
+                summary += (f"; a judged chunk counts as {1 - w:.2f} × P(relevant) + {w:.2f} × the share of the "
+                            f"question's and {ev.data['basis']}'s words it holds")
             outcomes.append(Outcome({"context_precision": float(a), "context_relevant_ratio": float(r)}, None,
                                     reported_details(findings, summary, **details)))
         return outcomes

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from offline_eval.config import ConfigError, EvalConfig, apply_settings
+from offline_eval.evidence import query_coverage
 from offline_eval.metrics.context_precision import JudgeChunk, chunk_question, states_reference
+from offline_eval.sample import Sample
 from offline_eval.testing import FakeJudge
-from tests.metrics.common import run, sample, scripted
+from tests.metrics.common import QUESTION, run, sample, scripted
 
 CHUNKS = ("Noise about shipping.", "Refunds within 30 days.", "More noise.")
 
@@ -36,14 +39,52 @@ def test_average_precision_and_relevant_ratio_by_rank():
     assert len({r.shared for r in judge.requests}) == 1
 
 
+def soft_average_precision(v: list[float]) -> float:
+    precision_at = [sum(v[:k]) / k for k in range(1, len(v) + 1)]
+    return sum(p * x for p, x in zip(precision_at, v)) / sum(v)
+
+
 def test_probability_scoring_uses_soft_relevance():
     judge = by_chunk({"shipping": ("no", 0.2), "Refunds": ("yes", 0.9), "More": ("no", 0.4)})
-    row = run([sample("s", CHUNKS)], judge, "context_precision", verdict_scoring="probability")["samples"][0]
-    v = [0.2, 0.9, 0.4]
-    precision_at = [sum(v[:k]) / k for k in (1, 2, 3)]
-    expected = sum(p * x for p, x in zip(precision_at, v)) / sum(v)
-    assert row["scores"]["context_precision"] == pytest.approx(expected, abs=1e-6)
+    row = run([sample("s", CHUNKS)], judge, "context_precision", verdict_scoring="probability",
+              chunk_word_percent=0)["samples"][0]
+    assert row["scores"]["context_precision"] == pytest.approx(soft_average_precision([0.2, 0.9, 0.4]), abs=1e-6)
     assert row["scores"]["context_relevant_ratio"] == pytest.approx(0.5, abs=1e-6)
+    assert "word_coverage" not in row["details"]["context_precision"]["chunks"][0]
+
+
+def test_a_judged_chunk_counts_as_its_p_mixed_with_its_word_coverage():
+    """By default 0.8 × P(relevant) + 0.2 × the chunk's weighted share of the question's and reference's
+    words; the finding keeps the judge's own P, the chunk's details say what it counted as."""
+    judge = by_chunk({"shipping": ("no", 0.2), "Refunds": ("yes", 0.9), "More": ("no", 0.4)})
+    s = sample("s", CHUNKS)
+    row = run([s], judge, "context_precision")["samples"][0]
+    coverage = query_coverage(CHUNKS, f"{s.question}\n{s.reference_answer}")
+    assert coverage[1] > 0 and coverage[0] == coverage[2] == 0  # only the refunds chunk shares words
+    v = [0.8 * p + 0.2 * c for p, c in zip([0.2, 0.9, 0.4], coverage)]
+    assert row["scores"]["context_precision"] == pytest.approx(soft_average_precision(v), abs=1e-6)
+    details = row["details"]["context_precision"]
+    assert [c["relevance"] for c in details["chunks"]] == pytest.approx(v)
+    assert [c["word_coverage"] for c in details["chunks"]] == pytest.approx(list(coverage))
+    assert [f["probability"] for f in details["findings"]] == [0.2, 0.9, 0.4]
+    assert "0.80 × P(relevant) + 0.20 × the share of the question's and reference's words" in details["summary"]
+    hard = run([s], by_chunk({"shipping": ("no", 0.2), "Refunds": ("yes", 0.9), "More": ("no", 0.4)}),
+               "context_precision", verdict_scoring="hard")["samples"][0]
+    assert hard["scores"]["context_precision"] == 0.5  # hard verdicts: the judge's alone
+    assert "relevance" not in hard["details"]["context_precision"]["chunks"][0]
+
+
+def test_chinese_chunks_count_as_their_p_alone():
+    chunks = ("运费说明。", "退款在三十天内受理。")
+    zh = Sample("s", "退款期限是多久？", "三十天内可以退款。", chunks, reference_answer="三十天内可以退款。")
+    row = run([zh], by_chunk({"运费": ("no", 0.2), "退款": ("yes", 0.9)}), "context_precision")["samples"][0]
+    assert row["scores"]["context_precision"] == pytest.approx(soft_average_precision([0.2, 0.9]), abs=1e-6)
+    assert "relevance" not in row["details"]["context_precision"]["chunks"][1]
+
+
+def test_chunk_word_percent_is_a_percent():
+    with pytest.raises(ConfigError, match="'chunk_word_percent' must be between 0 and 100, not 101"):
+        apply_settings(EvalConfig(), {"chunk_word_percent": 101}, "test")
 
 
 def test_no_contexts_is_not_computable():
@@ -80,10 +121,9 @@ def test_a_chunk_stating_the_reference_answer_is_relevant_without_a_judge_call()
     assert [c.get("states_reference", False) for c in details["chunks"]] == [False, True, False]
     assert [(f["verdict"], f["probability"]) for f in details["findings"]] == [
         ("irrelevant", 0.2), ("relevant: states the reference answer", None), ("irrelevant", 0.4)]
-    v = [0.2, 1.0, 0.4]
-    precision_at = [sum(v[:k]) / k for k in (1, 2, 3)]
-    expected = sum(p * x for p, x in zip(precision_at, v)) / sum(v)
-    assert row["scores"]["context_precision"] == pytest.approx(expected, abs=1e-6)
+    coverage = query_coverage(chunks, f"{QUESTION}\nwithin 30 days")
+    v = [0.8 * 0.2 + 0.2 * coverage[0], 1.0, 0.8 * 0.4 + 0.2 * coverage[2]]  # the stated chunk counts 1, unmixed
+    assert row["scores"]["context_precision"] == pytest.approx(soft_average_precision(v), abs=1e-6)
 
 
 @pytest.mark.parametrize(("chunk", "reference", "question", "stated"), [
