@@ -38,6 +38,12 @@ def verdict_values(hard: np.ndarray, probability: np.ndarray, known: np.ndarray,
     return np.where(known, probability, values) if soft else values
 
 
+def mix_word_coverage(values: np.ndarray, coverage: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(1 − w)·value + w·coverage, cell by cell: what a judged item counts as once its word coverage is
+    mixed in. A cell with w = 0 keeps its value exactly."""
+    return (1 - weights) * values + weights * coverage
+
+
 def fraction_true(verdicts: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row: the mean verdict over real cells. For yes/no verdicts, true cells ÷ real cells
     (faithfulness, context recall, relevant-chunk ratio); for soft ones, the mean P(yes).
