@@ -5,7 +5,7 @@
 
 Each folder holds the ``agreement.json`` a run wrote. One row per benchmark × metric × judge: n (positive
 / negative), ROC AUC, balanced accuracy and Cohen's κ at the threshold the run decided with (each metric's
-gate threshold; P(relevant) ≥ 0.5 for HotpotQA's per-paragraph rows), each with its 95% bootstrap interval,
+gate threshold; a chunk's score ≥ 0.5 for HotpotQA's per-paragraph rows), each with its 95% bootstrap interval,
 and the run's seconds per item.
 """
 
