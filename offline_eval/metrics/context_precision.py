@@ -205,11 +205,11 @@ class ContextPrecision(Metric):
         for sample, ev in zip(samples, evidence):
             n, w = len(ev.data.get("relevant", [])), self.word_weight(ev)
             basis = sample.reference_answer if ev.data.get("basis") == "reference" else sample.answer
-            coverage_rows.append(query_coverage(sample.contexts[:n], f"{sample.question}\n{basis}") if n and w else [])
+            coverage_rows.append(query_coverage(sample.contexts[:n], f"{sample.question}\n{basis}") if w
+                                 else [0.0] * n)
             stated = set(ev.data.get("states_reference", []))
             weight_rows.append([0.0 if rank in stated else w for rank in range(1, n + 1)])
-        coverage, weights = (np.pad(m, ((0, 0), (0, relevance.shape[1] - m.shape[1])))
-                             for m in (scoring.pad(coverage_rows)[0], scoring.pad(weight_rows)[0]))
+        (coverage, _), (weights, _) = scoring.pad(coverage_rows), scoring.pad(weight_rows)
         return scoring.mix_word_coverage(relevance, coverage, weights), coverage, mask
 
     def score(self, samples: Sequence[Sample], evidence: Sequence[Evidence], embed: EmbedFn | None = None

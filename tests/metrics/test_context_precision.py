@@ -122,7 +122,8 @@ def test_a_chunk_stating_the_reference_answer_is_relevant_without_a_judge_call()
     assert [(f["verdict"], f["probability"]) for f in details["findings"]] == [
         ("irrelevant", 0.2), ("relevant: states the reference answer", None), ("irrelevant", 0.4)]
     coverage = query_coverage(chunks, f"{QUESTION}\nwithin 30 days")
-    v = [0.8 * 0.2 + 0.2 * coverage[0], 1.0, 0.8 * 0.4 + 0.2 * coverage[2]]  # the stated chunk counts 1, unmixed
+    # The stated chunk counts 1, unmixed.
+    v = [0.8 * 0.2 + 0.2 * coverage[0], 1.0, 0.8 * 0.4 + 0.2 * coverage[2]]
     assert row["scores"]["context_precision"] == pytest.approx(soft_average_precision(v), abs=1e-6)
 
 
