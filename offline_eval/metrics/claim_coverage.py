@@ -190,8 +190,16 @@ def sentence_set(text: str, question: str) -> ClaimSet:
     return ClaimSet(checked, [], len(checked), len(checked), 0)
 
 
+@dataclass(frozen=True)
+class FocusedBlock:
+    """One claim's context block and its length in the judge's tokens (counted once, when it is chosen)."""
+
+    text: str
+    n_tokens: int
+
+
 def focused_blocks(ctx: SampleContext, claims: Sequence[str], context: ContextSentences, k: int
-                   ) -> list[str] | None:
+                   ) -> list[FocusedBlock] | None:
     """Each claim's context block of the ``k`` sentences of ``context`` (the sample's, split once) that
     share most with it and the question (``evidence.focus``); None where the whole context is read
     instead: it has no more than ``k`` sentences, or the claims' blocks together are no shorter than
@@ -201,14 +209,14 @@ def focused_blocks(ctx: SampleContext, claims: Sequence[str], context: ContextSe
     if k <= 0 or len(context) <= k or not claims:
         return None
     shown = [focus(context, claim, ctx.sample.question, k) for claim in claims]
-    blocks = [prompts.context_block(chunks, ctx.lang) for chunks in shown]
-    whole = prompts.context_block(list(enumerate(ctx.sample.contexts, 1)), ctx.lang)
     count = ctx.judge.count_tokens
-    return blocks if sum(map(count, blocks)) < count(whole) else None
+    blocks = [FocusedBlock(text, count(text)) for text in (prompts.context_block(chunks, ctx.lang) for chunks in shown)]
+    whole = prompts.context_block(list(enumerate(ctx.sample.contexts, 1)), ctx.lang)
+    return blocks if sum(block.n_tokens for block in blocks) < count(whole) else None
 
 
 def verify_claims(ctx: SampleContext, claims: Sequence[str], *, each_alone: bool = False,
-                  focused: Sequence[str] | None = None) -> tuple[list[Verdict], list[int]]:
+                  focused: Sequence[FocusedBlock] | None = None) -> tuple[list[Verdict], list[int]]:
     """Is each claim supported by the sample's context? One call per context window, OR-combined; with
     ``each_alone``, one call per claim and window, each asking about that claim only and telling the
     judge which of its numbers the context never gives; and with ``focused`` blocks as well (one per
@@ -226,9 +234,9 @@ def verify_claims(ctx: SampleContext, claims: Sequence[str], *, each_alone: bool
         # Numbers are looked for in the whole context: one it gives elsewhere is not "nowhere".
         unstated = unstated_numbers(claim, context)
         task = VerifyClaims((claim,), unstated=(tuple(unstated),) if unstated else ())
-        block = focused[i] if focused else ""
-        if block and ctx.judge.count_tokens(block) <= ctx.judge.room_for_shared(ctx.request(task)):
-            found += ctx.ask(task, block)
+        block = focused[i] if focused else None
+        if block and block.n_tokens <= ctx.judge.room_for_shared(ctx.request(task)):
+            found += ctx.ask(task, block.text)
             continue
         # Read whole (in windows if need be): not focused, or kept sentences too long for the window.
         verdicts, cut = ask_over_context(ctx, task)
