@@ -40,6 +40,7 @@ MAPPINGS = {
     "attributionbench-ood": _ATTRIBUTION,  # the same labels, on sources dev does not have
     "hotpotqa": {"context_precision": "context_precision"},
     "ocnli": {"faithfulness": "entailed", "faithfulness_ragas": "entailed"},
+    "qags": {"faithfulness": "supported", "faithfulness_ragas": "supported"},
     "halueval": {"answer_correctness": "correct"},  # labels by construction: a sanity check, not agreement
 }
 

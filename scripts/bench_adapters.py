@@ -36,6 +36,10 @@ NAME                   dev / test                                    labels
 ``halueval``           lines 1-500 / 501-1000 of                     ``correct`` (by construction, not
                        ``halueval_qa/...first1000.jsonl``, two       human: 1 the gold answer, 0
                        samples a line                                ChatGPT's hallucinated one)
+``qags``               the first / second half of each of            ``supported`` (1: at least 2 of the
+                       ``qags/mturk_cnndm.jsonl`` (117 / 118         3 workers said the article supports
+                       articles) and ``mturk_xsum.jsonl`` (119 /     the sentence), ``yes_share``
+                       120), one sample per summary sentence
 =====================  ============================================  ===================================
 
 Standard library only, so it runs anywhere the benchmarks are.
@@ -281,6 +285,38 @@ def halueval(root: Path, split: str) -> Iterator[Item]:
             )
 
 
+# --------------------------------------------------------------------------------------------------
+# QAGS: model summaries of CNN/DM and XSum articles, each sentence judged supported or not by 3 workers
+# --------------------------------------------------------------------------------------------------
+
+QAGS_FILES = {"cnndm": "qags/mturk_cnndm.jsonl", "xsum": "qags/mturk_xsum.jsonl"}
+# A summary answers no question; one fixed question that names no fact keeps the sample valid (as OCNLI's).
+QAGS_QUESTION = "What does the article report?"
+_VOTE = {"yes": 1, "no": 0}
+
+
+def qags(root: Path, split: str) -> Iterator[Item]:
+    """One sample per summary sentence: the sentence as the answer, its article as the one chunk, the
+    workers' majority as the label. Each file is split in half by articles (CNN/DM 235, XSum 239: the
+    first 117 and 119 are dev), so no article's sentences are on both sides; the category says which."""
+    for source, name in QAGS_FILES.items():
+        path = root / name
+        lines = list(_jsonl_lines(path))
+        half = len(lines) // 2
+        for line_no, rec in lines[:half] if split == "dev" else lines[half:]:
+            for k, part in enumerate(rec["summary_sentences"], start=1):
+                where = f"{path.name} line {line_no}, summary sentence {k}"
+                votes = [_binary(r["response"], "response", where, _VOTE) for r in part["responses"]]
+                if not votes:
+                    raise AdapterError(f"{where}: no worker responses")
+                sample_id = f"qags-{source}-{line_no:03d}-{k}"
+                yield (
+                    _sample(sample_id, QAGS_QUESTION, part["sentence"], [rec["article"]], category=source),
+                    {"sample_id": sample_id, "supported": int(2 * sum(votes) > len(votes)),
+                     "yes_share": round(sum(votes) / len(votes), 6)},
+                )
+
+
 ADAPTERS: dict[str, Callable[[Path, str], Iterator[Item]]] = {
     "ares": ares,
     "attributionbench": attributionbench,
@@ -288,6 +324,7 @@ ADAPTERS: dict[str, Callable[[Path, str], Iterator[Item]]] = {
     "hotpotqa": hotpotqa,
     "ocnli": ocnli,
     "halueval": halueval,
+    "qags": qags,
 }
 
 

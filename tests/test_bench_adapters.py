@@ -128,6 +128,32 @@ def test_halueval_halves_two_answers_a_line():
 
 
 @needs_benchmarks
+def test_qags_halves_by_article_one_sample_a_sentence():
+    dev = bench.convert("qags", "dev", ROOT)
+    test = bench.convert("qags", "test", ROOT)
+    # SOURCE.md: CNN/DM 714 summary sentences, XSum 239 (one a summary); halves by article.
+    assert len(dev) + len(test) == 714 + 239
+    articles = [{s["sample_id"].rsplit("-", 1)[0] for s, _ in half} for half in (dev, test)]
+    assert not articles[0] & articles[1]
+    assert Counter(s["category"] for s, _ in test) == {"cnndm": 360, "xsum": 120}
+    assert all(lab["supported"] == (lab["yes_share"] > 0.5) for _, lab in dev + test)
+    assert Counter(lab["supported"] for _, lab in test) == {1: 328, 0: 152}
+    first, label = test[0]
+    assert first["sample_id"] == "qags-cnndm-118-1" and label == {
+        "sample_id": "qags-cnndm-118-1", "supported": 0, "yes_share": 0.333333}
+    assert first["answer"] == "Stephen dodd took asif bodi and abubakar bhula at anfield last month."
+    assert first["contexts"][0].startswith("Goodness knows how many times at white hart lane")
+
+
+def test_a_qags_vote_that_is_not_yes_or_no_names_the_line(tmp_path):
+    (tmp_path / "qags").mkdir()
+    record = {"article": "A.", "summary_sentences": [{"sentence": "B.", "responses": [{"worker_id": 1, "response": "maybe"}]}]}
+    (tmp_path / "qags" / "mturk_cnndm.jsonl").write_text(json.dumps(record) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(bench.AdapterError, match=r"mturk_cnndm.jsonl line 2, summary sentence 1: response is 'maybe'"):
+        bench.convert("qags", "test", tmp_path)
+
+
+@needs_benchmarks
 @pytest.mark.parametrize("name", sorted(bench.ADAPTERS))
 def test_cli_output_loads_as_our_dataset(tmp_path, name):
     out = tmp_path / name
