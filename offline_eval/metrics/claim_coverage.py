@@ -210,7 +210,8 @@ def focused_blocks(ctx: SampleContext, claims: Sequence[str], context: ContextSe
         return None
     shown = [focus(context, claim, ctx.sample.question, k) for claim in claims]
     count = ctx.judge.count_tokens
-    blocks = [FocusedBlock(text, count(text)) for text in (prompts.context_block(chunks, ctx.lang) for chunks in shown)]
+    texts = [prompts.context_block(chunks, ctx.lang) for chunks in shown]
+    blocks = [FocusedBlock(text, count(text)) for text in texts]
     whole = prompts.context_block(list(enumerate(ctx.sample.contexts, 1)), ctx.lang)
     return blocks if sum(block.n_tokens for block in blocks) < count(whole) else None
 
