@@ -41,6 +41,9 @@ MAPPINGS = {
     "hotpotqa": {"context_precision": "context_precision"},
     "ocnli": {"faithfulness": "entailed", "faithfulness_ragas": "entailed"},
     "qags": {"faithfulness": "supported", "faithfulness_ragas": "supported"},
+    # Utility mixes relevance with correctness and completeness: a wrong answer on the topic is not useful
+    # but does address its question, so answer relevancy is not expected to match it as closely as ARES.
+    "alce": {"answer_relevancy": "useful", "answer_relevancy_ragas": "useful"},
     "halueval": {"answer_correctness": "correct"},  # labels by construction: a sanity check, not agreement
 }
 

@@ -40,6 +40,10 @@ NAME                   dev / test                                    labels
                        ``qags/mturk_cnndm.jsonl`` (117 / 118         3 workers said the article supports
                        articles) and ``mturk_xsum.jsonl`` (119 /     the sentence), ``yes_share``
                        120), one sample per summary sentence
+``alce``               the first / second half of                    ``useful`` (1: utility 4-5; 0:
+                       ``alce_human_utility/...completed.json`` in   1-2; utility 3 left out),
+                       file order: ASQA's 400 / ELI5's 400 rated     ``utility`` (1-5)
+                       answers (no retrieved documents)
 =====================  ============================================  ===================================
 
 Standard library only, so it runs anywhere the benchmarks are.
@@ -317,6 +321,41 @@ def qags(root: Path, split: str) -> Iterator[Item]:
                 )
 
 
+# --------------------------------------------------------------------------------------------------
+# ALCE human evaluation: long-form cited answers to ASQA and ELI5 questions, rated for utility 1-5
+# --------------------------------------------------------------------------------------------------
+
+ALCE_FILE = "alce_human_utility/human_eval_utility_completed.json"
+# Utility 4-5 is a useful answer, 1-2 is not; 3 is left out, as neither (SOURCE.md: a refusal gets 1).
+_USEFUL = {1: 0, 2: 0, 4: 1, 5: 1}
+
+
+def alce(root: Path, split: str) -> Iterator[Item]:
+    """One sample per rated (question, answer): the answer as the system wrote it, citation marks and
+    all, with no contexts (the file holds none). The file holds ASQA's four system runs, then ELI5's,
+    100 rated answers each: its first half in file order (ASQA, dev) and its second (ELI5, test) share
+    no question. A run's ``overall_results`` entry is not a rated answer and is skipped."""
+    path = _open_checked(root / ALCE_FILE)
+    records = [(dataset, run, key, rec)
+               for dataset, runs in json.loads(path.read_text(encoding="utf-8")).items()
+               for run, recs in runs.items() for key, rec in recs.items() if key != "overall_results"]
+    half = len(records) // 2
+    first = 1 if split == "dev" else half + 1
+    for number, (dataset, run, key, rec) in enumerate(records[:half] if split == "dev" else records[half:],
+                                                      start=first):
+        utility = rec.get("utility_score")
+        if utility not in (1, 2, 3, 4, 5):
+            raise AdapterError(f"{path.name}: {dataset} / {run} / {key}: utility_score is {utility!r}, "
+                               "expected 1-5")
+        if utility == 3:
+            continue
+        sample_id = f"alce-{number:03d}"
+        yield (
+            _sample(sample_id, rec["question"], rec["output"], [], category=dataset),
+            {"sample_id": sample_id, "useful": _USEFUL[utility], "utility": utility},
+        )
+
+
 ADAPTERS: dict[str, Callable[[Path, str], Iterator[Item]]] = {
     "ares": ares,
     "attributionbench": attributionbench,
@@ -325,6 +364,7 @@ ADAPTERS: dict[str, Callable[[Path, str], Iterator[Item]]] = {
     "ocnli": ocnli,
     "halueval": halueval,
     "qags": qags,
+    "alce": alce,
 }
 
 

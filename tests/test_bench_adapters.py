@@ -154,6 +154,32 @@ def test_a_qags_vote_that_is_not_yes_or_no_names_the_line(tmp_path):
 
 
 @needs_benchmarks
+def test_alce_halves_are_asqa_then_eli5_with_utility_3_left_out():
+    dev = bench.convert("alce", "dev", ROOT)
+    test = bench.convert("alce", "test", ROOT)
+    # SOURCE.md: 4 runs x 100 rated answers per dataset; utility 3 (38 ASQA, 50 ELI5 answers) is neither label.
+    assert (len(dev), len(test)) == (400 - 38, 400 - 50)
+    assert {s["category"] for s, _ in dev} == {"asqa"} and {s["category"] for s, _ in test} == {"eli5"}
+    assert not {s["question"] for s, _ in dev} & {s["question"] for s, _ in test}
+    assert all(lab["useful"] == (lab["utility"] >= 4) and lab["utility"] != 3 for _, lab in dev + test)
+    assert Counter(lab["useful"] for _, lab in dev) == {1: 274, 0: 88}
+    first, label = test[0]
+    # Numbered by place in the file: ELI5's first two rated answers (401, 402) have utility 3.
+    assert first["sample_id"] == "alce-403" and first["contexts"] == []
+    assert first["question"] == "how does so much of our trash end up in the ocean?"
+    assert label == {"sample_id": "alce-403", "useful": 1, "utility": 4}
+
+
+def test_an_alce_utility_out_of_range_names_the_record(tmp_path):
+    (tmp_path / "alce_human_utility").mkdir()
+    runs = {"asqa": {"run-a.json": {"q1": {"question": "Q?", "output": "A.", "utility_score": 7},
+                                    "overall_results": {}}}}
+    (tmp_path / "alce_human_utility" / "human_eval_utility_completed.json").write_text(json.dumps(runs))
+    with pytest.raises(bench.AdapterError, match=r"asqa / run-a.json / q1: utility_score is 7, expected 1-5"):
+        bench.convert("alce", "test", tmp_path)
+
+
+@needs_benchmarks
 @pytest.mark.parametrize("name", sorted(bench.ADAPTERS))
 def test_cli_output_loads_as_our_dataset(tmp_path, name):
     out = tmp_path / name
