@@ -57,12 +57,13 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO_ROOT.parent / "shared" / "benchmarks"
 
 Item = tuple[dict[str, Any], dict[str, Any]]  # (sample record, label record)
+T = TypeVar("T")
 
 
 class AdapterError(Exception):
@@ -97,6 +98,12 @@ def _open_checked(path: Path) -> Path:
     if not path.is_file():
         raise AdapterError(f"benchmark file not found: {path}")
     return path
+
+
+def _half(items: list[T], split: str) -> list[T]:
+    """The first half of ``items`` (dev; the shorter one when their number is odd) or the second (test)."""
+    half = len(items) // 2
+    return items[:half] if split == "dev" else items[half:]
 
 
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -305,9 +312,7 @@ def qags(root: Path, split: str) -> Iterator[Item]:
     first 117 and 119 are dev), so no article's sentences are on both sides; the category says which."""
     for source, name in QAGS_FILES.items():
         path = root / name
-        lines = list(_jsonl_lines(path))
-        half = len(lines) // 2
-        for line_no, rec in lines[:half] if split == "dev" else lines[half:]:
+        for line_no, rec in _half(list(_jsonl_lines(path)), split):
             for k, part in enumerate(rec["summary_sentences"], start=1):
                 where = f"{path.name} line {line_no}, summary sentence {k}"
                 votes = [_binary(r["response"], "response", where, _VOTE) for r in part["responses"]]
@@ -336,13 +341,11 @@ def alce(root: Path, split: str) -> Iterator[Item]:
     100 rated answers each: its first half in file order (ASQA, dev) and its second (ELI5, test) share
     no question. A run's ``overall_results`` entry is not a rated answer and is skipped."""
     path = _open_checked(root / ALCE_FILE)
-    records = [(dataset, run, key, rec)
-               for dataset, runs in json.loads(path.read_text(encoding="utf-8")).items()
-               for run, recs in runs.items() for key, rec in recs.items() if key != "overall_results"]
-    half = len(records) // 2
-    first = 1 if split == "dev" else half + 1
-    for number, (dataset, run, key, rec) in enumerate(records[:half] if split == "dev" else records[half:],
-                                                      start=first):
+    records = list(enumerate(((dataset, run, key, rec)
+                              for dataset, runs in json.loads(path.read_text(encoding="utf-8")).items()
+                              for run, recs in runs.items() for key, rec in recs.items()
+                              if key != "overall_results"), start=1))
+    for number, (dataset, run, key, rec) in _half(records, split):
         utility = rec.get("utility_score")
         if utility not in (1, 2, 3, 4, 5):
             raise AdapterError(f"{path.name}: {dataset} / {run} / {key}: utility_score is {utility!r}, "
